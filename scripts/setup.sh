@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs everything the collection's local run and tests need on a fresh
+# Debian/Ubuntu machine, and nothing twice: Debian packages, the docker engine,
+# the controller venv (pinned), the systemd base images for the container hosts,
+# and the link that lets Ansible find this checkout as sm120.sglang.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=${SM120_VENV:-$ROOT/.venv}
+log() { printf '[setup] %s\n' "$*"; }
+
+need_pkgs=()
+for cmd_pkg in dockerd:docker.io debootstrap:debootstrap; do
+  command -v "${cmd_pkg%%:*}" >/dev/null 2>&1 || need_pkgs+=("${cmd_pkg#*:}")
+done
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_pkgs+=(python3-venv)
+if ((${#need_pkgs[@]})); then
+  log "installing ${need_pkgs[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  log "starting dockerd"
+  setsid dockerd >/var/log/dockerd.log 2>&1 < /dev/null &
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /var/log/dockerd.log" >&2; exit 1; }
+fi
+
+req_hash=$(sha256sum requirements.txt | cut -c1-16)
+if [[ ! -f $VENV/.requirements-$req_hash ]]; then
+  log "creating controller venv $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r requirements.txt
+  rm -f "$VENV"/.requirements-*
+  touch "$VENV/.requirements-$req_hash"
+fi
+
+# Base images: Debian from its archive (debootstrap), then systemd on top.
+recipe_hash=$(sha256sum molecule/resources/images/Dockerfile | cut -c1-12)
+for suite in bookworm trixie; do
+  base=localhost/debian:$suite
+  if ! docker image inspect "$base" >/dev/null 2>&1; then
+    log "debootstrap $suite"
+    rootfs=$(mktemp -d /tmp/rootfs-$suite.XXXX)
+    debootstrap --variant=minbase "$suite" "$rootfs" >/tmp/debootstrap-$suite.log 2>&1 \
+      || { echo "debootstrap $suite failed: see /tmp/debootstrap-$suite.log" >&2; exit 1; }
+    tar -C "$rootfs" -c . | docker import - "$base" >/dev/null
+    rm -rf "$rootfs"
+  fi
+  image=localhost/sm120-systemd:$suite
+  if [[ $(docker image inspect -f '{{ index .Config.Labels "recipe" }}' "$image" 2>/dev/null) != "$recipe_hash" ]]; then
+    log "building $image"
+    docker build -q --label recipe="$recipe_hash" --build-arg BASE="$base" -t "$image" \
+      molecule/resources/images >/dev/null
+  fi
+done
+
+# Ansible finds the checkout as the collection sm120.sglang through this link
+# (ansible.cfg's collections_path); an installed tarball needs none of it.
+mkdir -p .collections/ansible_collections/sm120
+ln -sfn ../../.. .collections/ansible_collections/sm120/sglang
+log "ready: source $VENV/bin/activate"
