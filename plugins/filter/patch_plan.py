@@ -10,7 +10,8 @@ version_added: "0.1.0"
 description:
   - Reads the patch catalog of the M(sm120.sglang.source_patch) role C(sm120_patches) and returns, per file, the edits
     to apply (enabled gates) and to revert (disabled gates) for the given SGLang release.
-  - Fails, naming the release and the gate, when an enabled gate has no edits for that release.
+  - An enabled gate that has no edits for that release, and an unknown gate id, are listed in C(refused), each with a
+    message naming the release, the gate and the fix.
 positional: version, enabled
 options:
   _input:
@@ -33,7 +34,9 @@ plan: "{{ catalog | sm120.sglang.patch_plan('0.5.9', {'flashinfer_allreduce_fusi
 
 RETURN = r"""
 _value:
-  description: C(sglang_version), C(enabled) and C(disabled) gate ids, and C(files), each with C(path), C(gates) and C(edits).
+  description: >-
+    C(sglang_version), C(enabled) and C(disabled) gate ids, C(refused) messages, and C(files), each with C(path),
+    C(gates) and C(edits).
   type: dict
 """
 

@@ -99,7 +99,7 @@ seealso:
   - module: ansible.builtin.lineinfile
   - module: ansible.posix.patch
 author:
-  - sm120.sglang contributors
+  - sm120.sglang contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""

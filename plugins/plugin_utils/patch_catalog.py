@@ -77,8 +77,10 @@ def patch_plan(catalog, version, enabled=None):
 
     ``enabled`` maps gate ids to booleans over each gate's default_enabled.
     Disabled gates that have edits for this release are planned as absent, so
-    turning a gate off reverts it on the next run. An enabled gate that has no
-    edits for this release is an error naming the release, the gate and why.
+    turning a gate off reverts it on the next run. What the user asked for and
+    the catalog cannot do (an enabled gate with no edits for this release, an
+    unknown gate id) goes to ``refused``, one message each naming the release,
+    the gate and the fix, so the role can stop with all of them at once.
     """
     gates = check_catalog(catalog)
     try:
@@ -87,14 +89,13 @@ def patch_plan(catalog, version, enabled=None):
         raise CatalogError("%r is not a SGLang release number" % (version,))
     version = str(version)
     enabled = dict(enabled or {})
+    files = {}
+    plan = {"sglang_version": version, "enabled": [], "disabled": [], "files": [], "refused": []}
+    refused = plan["refused"]
     unknown = sorted(set(enabled) - set(gates))
     if unknown:
-        raise CatalogError("unknown gate(s) %s in sm120_patches_enabled; the catalog has: %s"
-                           % (", ".join(unknown), ", ".join(sorted(gates))))
-
-    files = {}
-    plan = {"sglang_version": version, "enabled": [], "disabled": [], "files": []}
-    refused = []
+        refused.append("unknown gate(s) %s in sm120_patches_enabled; the catalog has: %s."
+                       % (", ".join(unknown), ", ".join(sorted(gates))))
     for gate_id, gate in gates.items():
         wanted = bool(enabled.get(gate_id, gate.get("default_enabled", False)))
         plan["enabled" if wanted else "disabled"].append(gate_id)
@@ -113,7 +114,5 @@ def patch_plan(catalog, version, enabled=None):
             for edit in entry["edits"]:
                 planned["edits"].append({"id": "%s.%s" % (gate_id, edit["id"]), "old": edit["old"],
                                          "new": edit["new"], "state": "present" if wanted else "absent"})
-    if refused:
-        raise CatalogError(" ".join(refused))
     plan["files"] = [files[path] for path in sorted(files)]
     return plan

@@ -66,9 +66,9 @@ def test_enabled_gate_plans_its_edits_present_and_namespaced():
 
 @pytest.mark.parametrize("version", ["0.5.10", "0.5.23", "0.5.7"])
 def test_enabled_gate_on_an_unsupported_release_names_release_gate_and_fix(version):
-    with pytest.raises(CatalogError) as refused:
-        patch_plan(CATALOG, version, {"custom_allreduce_pcie": True})
-    message = str(refused.value)
+    plan = patch_plan(CATALOG, version, {"custom_allreduce_pcie": True})
+    assert plan["files"] == [] and len(plan["refused"]) == 1
+    message = plan["refused"][0]
     assert "gate 'custom_allreduce_pcie' does not support SGLang %s" % version in message
     assert "supported: >=0.5.8,<0.5.10" in message
     assert "sm120_patches_enabled: {custom_allreduce_pcie: false}" in message
@@ -78,7 +78,7 @@ def test_every_release_up_to_the_newest_is_covered_per_gate():
     # Newest release on PyPI when this catalog was written: 0.5.23.
     for version in ["0.5.8", "0.5.8.post1", "0.5.9", "0.5.10", "0.5.10.post1", "0.5.15.post1", "0.5.23", "0.6.0"]:
         plan = patch_plan(CATALOG, version)
-        assert plan["sglang_version"] == version
+        assert plan["sglang_version"] == version and plan["refused"] == []
 
 
 def test_unsupported_release_with_every_gate_off_plans_nothing():
@@ -86,8 +86,9 @@ def test_unsupported_release_with_every_gate_off_plans_nothing():
 
 
 def test_unknown_gate_and_bad_version_are_refused():
-    with pytest.raises(CatalogError, match="unknown gate.*fusion_typo.*the catalog has: custom_allreduce_pcie"):
-        patch_plan(CATALOG, "0.5.9", {"fusion_typo": True})
+    refused = patch_plan(CATALOG, "0.5.9", {"fusion_typo": True})["refused"]
+    assert refused == ["unknown gate(s) fusion_typo in sm120_patches_enabled; the catalog has: "
+                       "custom_allreduce_pcie, flashinfer_allreduce_fusion."]
     with pytest.raises(CatalogError, match="'latest' is not a SGLang release number"):
         patch_plan(CATALOG, "latest")
 
