@@ -1,0 +1,504 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The request driver against real HTTP servers on 127.0.0.1, the statistics, and the power sampling.
+
+Timing assertions are lower bounds the servers' own sleeps guarantee, or generous
+upper bounds: these tests must pass on a loaded two-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import stat
+import threading
+import time
+import types
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark as sb
+
+
+# ---------------------------------------------------------------- a streaming server to test against
+
+class _SseHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+    def do_POST(self):
+        server = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with server.lock:
+            number = len(server.requests)
+            server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+            server.connections.add(self.client_address)
+        if server.stall_after_tokens == 0:
+            server.release.wait(30)
+            self.close_connection = True
+            return
+        if server.fail_every and number % server.fail_every == 0:
+            self._send_error(number)
+            return
+        if server.http10:
+            self.protocol_version = "HTTP/1.0"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        if not server.http10:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._stream(body)
+
+    def _send_error(self, number):
+        payload = json.dumps({"error": {"message": "boom in request %d" % number}}).encode()
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _event(self, data):
+        event = b"data: " + (data if isinstance(data, bytes) else json.dumps(data).encode()) + b"\n\n"
+        if self.server.http10:
+            self.wfile.write(event)
+        else:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+
+    def _stream(self, body):
+        server = self.server
+        chat = "messages" in body
+        prompt = body["messages"][0]["content"] if chat else body["prompt"]
+        generated = body["max_tokens"]
+        time.sleep(server.first_token_delay)
+        if chat:
+            self._event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}], "usage": None})
+        for n in range(generated):
+            if n == server.stall_after_tokens:
+                server.release.wait(30)
+                self.close_connection = True
+                return
+            if n:
+                time.sleep(server.token_delay)
+            text = " word%d" % n
+            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            self._event({"choices": [dict(choice, finish_reason=None)], "usage": None})
+        if server.usage:
+            prompt_tokens = len(prompt.split())
+            self._event({"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": generated,
+                                                  "total_tokens": prompt_tokens + generated}})
+        self._event(b"[DONE]")
+        if server.http10:
+            self.close_connection = True
+        else:
+            self.wfile.write(b"0\r\n\r\n")
+
+
+class SseServer:
+    """An OpenAI-style streaming server on 127.0.0.1 at a random port, in a thread.
+
+    stall_after_tokens=0 accepts and reads a request, then never answers;
+    stall_after_tokens=N stops streaming after N tokens.
+    """
+
+    def __init__(self, usage=True, first_token_delay=0.0, token_delay=0.0, fail_every=0,
+                 stall_after_tokens=None, http10=False):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _SseHandler)
+        self.httpd.daemon_threads = True
+        for name, value in dict(usage=usage, first_token_delay=first_token_delay, token_delay=token_delay,
+                                fail_every=fail_every, stall_after_tokens=stall_after_tokens, http10=http10).items():
+            setattr(self.httpd, name, value)
+        self.httpd.lock = threading.Lock()
+        self.httpd.requests = []
+        self.httpd.connections = set()
+        self.httpd.release = threading.Event()
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.httpd.server_address[1]
+
+    @property
+    def requests(self):
+        return self.httpd.requests
+
+    @property
+    def connections(self):
+        return self.httpd.connections
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.httpd.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def unused_port():
+    """A port nothing listens on: bound once, then closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def plan_for(url, **overrides):
+    values = dict(url=url, model="glm-5", concurrency=2, num_requests=6, num_warmup=1, input_tokens=16,
+                  output_tokens=5, timeout=30, run_tag="t")
+    values.update(overrides)
+    return sb.BenchmarkPlan(**values)
+
+
+NO_POWER = sb.PowerPlan(enabled=False)
+
+
+# ---------------------------------------------------------------- runs against the servers
+
+def test_counts_and_latencies_come_from_the_stream():
+    with SseServer(first_token_delay=0.05, token_delay=0.002) as server:
+        result = sb.run_benchmark(plan_for(server.url), NO_POWER)
+    assert result["url"] == server.url + "/v1/completions"
+    assert (result["completed_requests"], result["failed_requests"], result["not_started_requests"]) == (6, 0, 0)
+    assert result["warmup_failed_requests"] == 0
+    assert result["errors"] == []
+    assert result["token_count_source"] == "usage"
+    assert result["output_tokens_total"] == 6 * 5
+    assert result["input_tokens_total"] == 6 * 16
+    assert len(server.requests) == 7  # one warm-up
+    assert result["ttft_ms"]["p50"] >= 50.0 and result["ttft_ms"]["p99"] < 10000
+    assert result["e2e_latency_ms"]["mean"] >= 50.0 + 4 * 2.0
+    for summary in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_latency_ms"):
+        assert set(result[summary]) == {"mean", "p50", "p90", "p99"}
+        assert 0 <= result[summary]["p50"] <= result[summary]["p90"] <= result[summary]["p99"]
+    assert result["output_tokens_per_s"] == pytest.approx(30 / result["duration_s"], rel=0.01)
+    assert result["total_tokens_per_s"] == pytest.approx(126 / result["duration_s"], rel=0.01)
+    assert result["requests_per_s"] == pytest.approx(6 / result["duration_s"], rel=0.01)
+    assert result["power"]["reason"] == "sample_power is false"
+
+
+def test_requests_ask_for_a_fixed_length_stream_with_usage():
+    with SseServer() as server:
+        sb.run_benchmark(plan_for(server.url, api_key="sk-test"), NO_POWER)
+    first = server.requests[0]
+    assert first["path"] == "/v1/completions"
+    assert first["headers"]["Authorization"] == "Bearer sk-test"
+    body = first["body"]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["ignore_eos"] is True and body["max_tokens"] == 5 and body["model"] == "glm-5"
+    prompts = [request["body"]["prompt"] for request in server.requests]
+    assert len(set(prompts)) == len(prompts), "each prompt must defeat the prefix cache"
+    assert all(len(prompt.split()) == 16 for prompt in prompts)
+
+
+def test_each_worker_keeps_one_connection():
+    with SseServer() as server:
+        sb.run_benchmark(plan_for(server.url, num_requests=10, num_warmup=0), NO_POWER)
+    assert 1 <= len(server.connections) <= 2  # one worker may have taken every request
+
+
+def test_chat_endpoint_counts_content_not_the_role_chunk():
+    with SseServer(usage=False) as server:
+        result = sb.run_benchmark(plan_for(server.url + "/v1/", endpoint="chat"), NO_POWER)
+    assert result["url"] == server.url + "/v1/chat/completions"
+    assert server.requests[0]["path"] == "/v1/chat/completions"
+    assert server.requests[0]["body"]["messages"][0]["role"] == "user"
+    assert result["completed_requests"] == 6
+    assert result["output_tokens_total"] == 6 * 5
+
+
+def test_server_without_usage_falls_back_to_counting_chunks():
+    with SseServer(usage=False) as server:
+        result = sb.run_benchmark(plan_for(server.url), NO_POWER)
+    assert result["token_count_source"] == "stream_chunks"
+    assert result["output_tokens_total"] == 6 * 5
+    assert result["input_tokens_total"] == 6 * 16  # the requested estimate
+
+
+def test_http_1_0_server_that_closes_after_each_stream():
+    with SseServer(http10=True) as server:
+        result = sb.run_benchmark(plan_for(server.url), NO_POWER)
+    assert result["completed_requests"] == 6 and result["output_tokens_total"] == 30
+
+
+def test_failed_requests_are_counted_and_the_first_reported():
+    with SseServer(fail_every=3) as server:
+        result = sb.run_benchmark(plan_for(server.url, num_requests=12, num_warmup=0), NO_POWER)
+    assert (result["completed_requests"], result["failed_requests"]) == (8, 4)
+    assert len(result["errors"]) == 4
+    assert all("HTTP 500 Internal Server Error" in error and "boom in request" in error for error in result["errors"])
+    assert result["output_tokens_total"] == 8 * 5
+
+
+def test_errors_are_capped():
+    with SseServer(fail_every=1) as server:
+        with pytest.raises(sb.BenchmarkError) as failure:
+            sb.run_benchmark(plan_for(server.url, num_requests=8, num_warmup=0), NO_POWER)
+    assert len(failure.value.result["errors"]) == sb.MAX_REPORTED_ERRORS
+    assert failure.value.result["failed_requests"] == 8
+    assert str(failure.value).startswith("all 8 requests to %s/v1/completions failed" % server.url)
+
+
+def test_dead_server_fails_fast_and_says_so():
+    url = "http://127.0.0.1:%d" % unused_port()
+    began = time.monotonic()
+    with pytest.raises(sb.BenchmarkError) as failure:
+        sb.run_benchmark(plan_for(url, num_warmup=2), NO_POWER)
+    assert time.monotonic() - began < 10
+    message = str(failure.value)
+    assert url + "/v1/completions" in message and "connection refused" in message
+    assert "warm-up" in message
+
+
+def test_dead_server_without_warmup_fails_every_request():
+    url = "http://127.0.0.1:%d" % unused_port()
+    with pytest.raises(sb.BenchmarkError) as failure:
+        sb.run_benchmark(plan_for(url, num_warmup=0), NO_POWER)
+    assert "all 6 requests" in str(failure.value) and "connection refused" in str(failure.value)
+    assert failure.value.result["failed_requests"] == 6
+
+
+def test_server_that_never_answers_fails_within_the_timeout():
+    with SseServer(stall_after_tokens=0) as server:
+        began = time.monotonic()
+        with pytest.raises(sb.BenchmarkError) as failure:
+            sb.run_benchmark(plan_for(server.url, timeout=1, num_warmup=0), NO_POWER)
+        elapsed = time.monotonic() - began
+    assert 0.9 <= elapsed < 6
+    message = str(failure.value)
+    assert "did not finish within the timeout of 1 s" in message and server.url in message
+    assert "timed out" in message
+    assert failure.value.result["not_started_requests"] >= 4  # both workers stuck in their first request
+
+
+def test_server_that_stops_streaming_fails_within_the_timeout():
+    with SseServer(stall_after_tokens=2) as server:
+        began = time.monotonic()
+        with pytest.raises(sb.BenchmarkError) as failure:
+            sb.run_benchmark(plan_for(server.url, timeout=1, num_warmup=1), NO_POWER)
+        elapsed = time.monotonic() - began
+    assert elapsed < 6
+    assert "warm-up against %s/v1/completions did not finish" % server.url in str(failure.value)
+
+
+# ---------------------------------------------------------------- the stream parser alone
+
+class _Blocks:
+    """Stands in for an HTTP response that delivers these blocks, one per read1()."""
+
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+
+    def read1(self, size):
+        return self.blocks.pop(0) if self.blocks else b""
+
+
+class _Socket:
+    def settimeout(self, seconds):
+        assert seconds > 0
+
+
+def _read(blocks):
+    outcome = sb.Outcome(started=time.perf_counter(), finished=0.0)
+    sb.read_event_stream(_Blocks(blocks), _Socket(), time.perf_counter() + 30, outcome)
+    return outcome
+
+
+def test_events_split_anywhere_across_reads():
+    stream = (b': keep-alive\r\n\r\ndata: {"choices":[{"text":"a"}]}\r\n\r\n'
+              b'data:{"choices":[{"text":""}]}\n\n'
+              b'data: {"choices":[{"delta":{"reasoning_content":"b"}}]}\n\n'
+              b'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}\n\ndata: [DONE]\n\n')
+    for size in (1, 7, 64, len(stream)):
+        outcome = _read(stream[i:i + size] for i in range(0, len(stream), size))
+        assert len(outcome.token_times) == 2
+        assert (outcome.prompt_tokens, outcome.completion_tokens) == (7, 2)
+        assert outcome.first_token == outcome.token_times[0] and outcome.finished >= outcome.first_token
+
+
+@pytest.mark.parametrize("stream, complaint", [
+    (b'data: {"choices":[{"text":"a"}]}\n\n', "without data: [DONE]"),
+    (b'data: {"choices":[{"text":\n\n', "invalid JSON"),
+    (b'data: {"error":{"message":"kv cache full"}}\n\ndata: [DONE]\n\n', "kv cache full"),
+])
+def test_broken_streams_fail_the_request(stream, complaint):
+    with pytest.raises(sb.RequestFailed, match=complaint.replace("[", r"\[").replace("]", r"\]")):
+        _read([stream])
+
+
+# ---------------------------------------------------------------- plan, prompt and request
+
+@pytest.mark.parametrize("url, endpoint, expected", [
+    ("http://127.0.0.1:30000", "completions", "http://127.0.0.1:30000/v1/completions"),
+    ("http://127.0.0.1:30000/v1/", "chat", "http://127.0.0.1:30000/v1/chat/completions"),
+    ("https://models.example.com/glm", "completions", "https://models.example.com:443/glm/v1/completions"),
+    ("http://[::1]:8000", "chat", "http://[::1]:8000/v1/chat/completions"),
+])
+def test_target_url(url, endpoint, expected):
+    assert sb.parse_target(url, endpoint).url == expected
+
+
+@pytest.mark.parametrize("overrides, complaint", [
+    (dict(url="127.0.0.1:30000"), "url must be an http"),
+    (dict(url="http://127.0.0.1:99999"), "invalid port"),
+    (dict(endpoint="embeddings"), "endpoint must be one of"),
+    (dict(concurrency=0), "concurrency must be at least 1"),
+    (dict(num_requests=0), "num_requests must be at least 1"),
+    (dict(num_warmup=-1), "num_warmup must not be negative"),
+    (dict(timeout=0), "timeout must be more than 0"),
+])
+def test_plans_that_cannot_work_are_refused(overrides, complaint):
+    overrides = dict(overrides)
+    with pytest.raises(ValueError, match=complaint):
+        sb.run_benchmark(plan_for(overrides.pop("url", "http://127.0.0.1:1"), **overrides), NO_POWER)
+
+
+def test_power_interval_must_be_positive():
+    with pytest.raises(ValueError, match="power_interval"):
+        sb.run_benchmark(plan_for("http://127.0.0.1:1"), sb.PowerPlan(interval=0))
+
+
+def test_prompt_has_the_requested_number_of_words_and_leads_with_its_tag():
+    prompt = sb.build_prompt(100, "abc-7")
+    assert prompt.startswith("abc-7: ") and len(prompt.split()) == 100
+    assert sb.build_prompt(1, "x") == "x:"
+
+
+# ---------------------------------------------------------------- statistics
+
+def test_percentile_edge_cases():
+    assert sb.percentile([], 50) is None
+    assert sb.percentile([4.0], 0) == sb.percentile([4.0], 99) == 4.0
+    assert sb.percentile([1, 2, 3, 4], 50) == 2.5
+    assert sb.percentile(list(range(1, 11)), 90) == pytest.approx(9.1)
+    assert sb.percentile([1, 5], 0) == 1 and sb.percentile([1, 5], 100) == 5
+    for bad in (-1, 100.5):
+        with pytest.raises(ValueError):
+            sb.percentile([1], bad)
+
+
+def test_summaries_are_in_milliseconds_and_null_without_data():
+    assert sb.summarize_ms([]) == {"mean": None, "p50": None, "p90": None, "p99": None}
+    assert sb.summarize_ms([0.003, 0.001, 0.002]) == {"mean": 2.0, "p50": 2.0, "p90": 2.8, "p99": 2.98}
+
+
+# ---------------------------------------------------------------- power
+
+# Rows as nvidia-smi prints them for --query-gpu=index,power.draw,power.limit
+# --format=csv,noheader,nounits (values from a real H200, driver 580.159.04);
+# GPUs that cannot report a value print [N/A].
+NVIDIA_SMI_ROWS = "0, 116.47, 700.00\n1, [N/A], 600.00\n2, 250.5, [N/A]\n"
+
+
+def test_nvidia_smi_rows_parse_with_n_a_as_none():
+    assert sb.parse_nvidia_smi_power(NVIDIA_SMI_ROWS + "\nNo devices were found\n") == [
+        sb.GpuReading(0, 116.47, 700.0), sb.GpuReading(1, None, 600.0), sb.GpuReading(2, 250.5, None)]
+
+
+def test_power_summary_per_gpu_and_per_token():
+    samples = [[sb.GpuReading(0, 300.0, 600.0), sb.GpuReading(1, None, 600.0)],
+               [sb.GpuReading(0, 500.0, 600.0), sb.GpuReading(1, None, 600.0)]]
+    power = sb.summarize_power("nvml", 0.5, samples, duration_s=10.0, output_tokens=1000)
+    assert power["gpus"] == [
+        {"index": 0, "samples": 2, "mean_w": 400.0, "max_w": 500.0, "limit_w": 600.0,
+         "mean_fraction_of_limit": 0.6667},
+        {"index": 1, "samples": 0, "mean_w": None, "max_w": None, "limit_w": 600.0, "mean_fraction_of_limit": None},
+    ]
+    assert (power["total_mean_w"], power["energy_j"], power["joules_per_output_token"]) == (400.0, 4000.0, 4.0)
+    assert power["reason"] is None and power["samples"] == 2
+
+
+def test_power_summary_without_readings_says_why():
+    power = sb.summarize_power("nvidia-smi", 0.5, [], 10.0, 100, sample_errors=3, last_error="exited with 9")
+    assert power["reason"] == "no power reading succeeded: exited with 9"
+    assert power["energy_j"] is None and power["sample_errors"] == 3
+
+
+def fake_nvidia_smi(tmp_path, rows=NVIDIA_SMI_ROWS, exit_code=0):
+    """A script that stands in for nvidia-smi (and so for the GPUs); it records its arguments."""
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\necho \"$@\" > '%s/args'\ncat <<'EOF'\n%sEOF\nexit %d\n" % (tmp_path, rows, exit_code))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+@pytest.fixture
+def without_pynvml(monkeypatch):
+    monkeypatch.setattr(sb, "_import_pynvml", lambda: None)
+
+
+def test_sampler_reads_a_fake_nvidia_smi(tmp_path, without_pynvml):
+    source = sb.open_power_source(fake_nvidia_smi(tmp_path))
+    assert source.name == "nvidia-smi"
+    assert (tmp_path / "args").read_text().split() == sb.NVIDIA_SMI_QUERY
+    sampler = sb.PowerSampler(source, 0.01)
+    sampler.start()
+    time.sleep(0.15)
+    sampler.stop()
+    power = sampler.summary(1.0, 100)
+    assert power["samples"] >= 1 and power["sample_errors"] == 0
+    assert [gpu["mean_w"] for gpu in power["gpus"]] == [116.47, None, 250.5]
+    assert power["gpus"][0]["mean_fraction_of_limit"] == round(116.47 / 700, 4)
+    assert power["total_mean_w"] == 366.97
+
+
+def test_no_power_source_gives_both_reasons(tmp_path, without_pynvml):
+    missing = str(tmp_path / "nowhere" / "nvidia-smi")
+    sampler = sb.power_sampler(sb.PowerPlan(nvidia_smi=missing))
+    power = sampler.summary(1.0, 10)
+    assert power["source"] is None and power["gpus"] == []
+    assert "pynvml" in power["reason"] and "nvidia-smi not found at %r" % missing in power["reason"]
+
+
+def test_failing_nvidia_smi_is_not_a_source(tmp_path, without_pynvml):
+    broken = fake_nvidia_smi(tmp_path, rows="NVIDIA-SMI has failed because it couldn't communicate\n",
+                             exit_code=9)
+    with pytest.raises(sb.PowerSourceUnavailable, match="exited with 9: NVIDIA-SMI has failed"):
+        sb.open_power_source(broken)
+
+
+def fake_pynvml(powers_mw, limit_mw=600000):
+    """A stand-in for the pynvml module (and so for the GPUs)."""
+
+    class NVMLError(Exception):
+        pass
+
+    def power_usage(handle):
+        if powers_mw[handle] is None:
+            raise NVMLError("Not Supported")
+        return powers_mw[handle]
+
+    calls = []
+    return types.SimpleNamespace(
+        NVMLError=NVMLError, calls=calls,
+        nvmlInit=lambda: calls.append("init"), nvmlShutdown=lambda: calls.append("shutdown"),
+        nvmlDeviceGetCount=lambda: len(powers_mw), nvmlDeviceGetHandleByIndex=lambda index: index,
+        nvmlDeviceGetPowerUsage=power_usage, nvmlDeviceGetPowerManagementLimit=lambda handle: limit_mw,
+    )
+
+
+def test_nvml_comes_first_when_pynvml_is_there(monkeypatch):
+    nvml = fake_pynvml([450000, None])
+    monkeypatch.setattr(sb, "_import_pynvml", lambda: nvml)
+    source = sb.open_power_source("/nonexistent/nvidia-smi")
+    assert source.name == "nvml"
+    assert source.read() == [sb.GpuReading(0, 450.0, 600.0), sb.GpuReading(1, None, 600.0)]
+    source.close()
+    assert nvml.calls == ["init", "shutdown"]
+
+
+def test_nvml_without_gpus_falls_back_to_nvidia_smi(monkeypatch, tmp_path):
+    monkeypatch.setattr(sb, "_import_pynvml", lambda: fake_pynvml([]))
+    assert sb.open_power_source(fake_nvidia_smi(tmp_path)).name == "nvidia-smi"
+
+
+def test_run_samples_power_during_the_load(tmp_path, without_pynvml):
+    with SseServer(token_delay=0.01) as server:
+        result = sb.run_benchmark(plan_for(server.url, num_requests=4, output_tokens=10),
+                                  sb.PowerPlan(interval=0.02, nvidia_smi=fake_nvidia_smi(tmp_path)))
+    power = result["power"]
+    assert power["source"] == "nvidia-smi" and power["samples"] >= 1
+    assert power["energy_j"] == round(366.97 * result["duration_s"], 1)
+    assert power["joules_per_output_token"] == round(power["energy_j"] / 40, 4)
