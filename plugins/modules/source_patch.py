@@ -92,6 +92,7 @@ attributes:
     support: full
     description: Returns the file before and after.
   platform:
+    support: full
     platforms: posix
     description: Runs on POSIX hosts.
 seealso:

@@ -8,8 +8,11 @@ Runs on the controller only (filters of roles/sm120_patches), so it may use
 
 from __future__ import annotations
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+try:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+except ImportError:  # ansible-core requires packaging; only a stripped-down controller lacks it
+    SpecifierSet = None
 
 
 class CatalogError(Exception):
@@ -17,6 +20,8 @@ class CatalogError(Exception):
 
 
 def _specifier(release, gate_id):
+    if SpecifierSet is None:
+        raise CatalogError("the Python package 'packaging' is missing on the controller; install it (pip install packaging)")
     try:
         return SpecifierSet(release["versions"])
     except (KeyError, TypeError, InvalidSpecifier) as exc:

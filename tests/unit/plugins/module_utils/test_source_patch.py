@@ -71,7 +71,7 @@ def test_edit_state_when_new_is_inside_old():
               "new": "(_is_sm90_supported)"}
     source = "x = (_is_sm90_supported or _is_sm100_supported)\n"
     assert edit_state(source, narrow) == ABSENT
-    shrunk, _ = render(source, [narrow])
+    shrunk, _outcome = render(source, [narrow])
     assert shrunk == "x = (_is_sm90_supported)\n"
     assert edit_state(shrunk, narrow) == PRESENT
     assert render(shrunk, [narrow], ABSENT)[0] == source
@@ -89,7 +89,7 @@ def test_old_ambiguous_fails_before_anything_is_returned():
 
 
 def test_new_present_twice_is_refused_on_revert():
-    patched, _ = render(SOURCE, [WIDEN])
+    patched, _outcome = render(SOURCE, [WIDEN])
     with pytest.raises(PatchError, match="new text 2 times"):
         render(patched + WIDEN["new"], [WIDEN], ABSENT)
 
@@ -101,7 +101,7 @@ def test_an_edit_that_creates_a_second_occurrence_is_refused():
 
 
 def test_per_edit_state_turns_one_edit_off_and_another_on_in_one_pass():
-    patched, _ = render(SOURCE, [IMPORT, CACHE])
+    patched, _outcome = render(SOURCE, [IMPORT, CACHE])
     mixed = [dict(IMPORT, state=ABSENT), dict(CACHE, state=ABSENT), WIDEN]
     out, outcome = render(patched, mixed, PRESENT)
     assert outcome == {"applied": ["widen"], "reverted": ["cache", "import"], "skipped": []}
@@ -110,7 +110,7 @@ def test_per_edit_state_turns_one_edit_off_and_another_on_in_one_pass():
 
 def test_original_text_and_check_original():
     sha = sha256_hex(SOURCE.encode())
-    partly, _ = render(SOURCE, [IMPORT])
+    partly, _outcome = render(SOURCE, [IMPORT])
     assert original_text(partly, EDITS) == SOURCE
     check_original(partly, EDITS, sha.upper())
     foreign = partly.replace("batch_size > 0", "batch_size > 1")
@@ -145,5 +145,5 @@ def test_decode_source_refuses_non_utf8():
 def test_line_endings_and_trailing_bytes_survive_a_round_trip():
     crlf = SOURCE.replace("\n", "\r\n")
     edits = [{k: (v.replace("\n", "\r\n") if k != "id" else v) for k, v in e.items()} for e in EDITS]
-    patched, _ = render(crlf, edits)
+    patched, _outcome = render(crlf, edits)
     assert render(patched, edits, ABSENT)[0] == crlf

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The main job on the local default: playbooks/deploy.yml against two local
+# systemd containers that stand in for GPU hosts (inventories/local).
+# Extra arguments go to ansible-playbook, e.g. --check --diff, or --tags rollback.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+# shellcheck disable=SC1091
+source .venv/bin/activate
+
+declare -A images=([sm120-local-bookworm]=bookworm [sm120-local-trixie]=trixie)
+for host in "${!images[@]}"; do
+  if [[ $(docker inspect -f '{{.State.Running}}' "$host" 2>/dev/null) != true ]]; then
+    docker rm -f "$host" >/dev/null 2>&1 || true
+    echo "[deploy-local] starting $host"
+    docker run -d --name "$host" --hostname "$host" --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
+      --tmpfs /run --tmpfs /run/lock -v /sys/fs/cgroup:/sys/fs/cgroup:ro \
+      "localhost/sm120-systemd:${images[$host]}" >/dev/null
+  fi
+done
+for host in "${!images[@]}"; do
+  for _ in $(seq 30); do
+    state=$(docker exec "$host" systemctl is-system-running 2>/dev/null || true)
+    [[ $state == running || $state == degraded ]] && break
+    sleep 1
+  done
+done
+
+# Until the sglang_install role lands, the hosts get the real SGLang wheel
+# without its 11 GB of GPU dependencies, the way the molecule scenarios do.
+ansible-playbook -i inventories/local molecule/resources/playbooks/install_sglang_wheel.yml
+ansible-playbook -i inventories/local playbooks/deploy.yml "$@"

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Every test of the collection, from a fresh Debian/Ubuntu machine: installs
+# what is missing (scripts/setup.sh), then ansible-lint, ansible-test sanity,
+# the unit tests, the built-collection check and every molecule scenario.
+# Runs all stages, prints a summary, exits non-zero if any stage failed.
+# SM120_TEST_STAGES="unit molecule" runs only those stages.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+bash scripts/setup.sh || exit 1
+# shellcheck disable=SC1091
+source .venv/bin/activate
+export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
+
+stages=${SM120_TEST_STAGES:-"lint sanity unit collection molecule"}
+passed=0 failed=0 failures=()
+stage() {
+  local name=$1; shift
+  [[ " $stages " == *" $name "* ]] || return 0
+  printf '\n===== %s =====\n' "$name"
+  local start=$SECONDS
+  if "$@"; then
+    passed=$((passed + 1)); printf '===== %s: ok (%ss)\n' "$name" $((SECONDS - start))
+  else
+    failed=$((failed + 1)); failures+=("$name"); printf '===== %s: FAILED (%ss)\n' "$name" $((SECONDS - start))
+  fi
+}
+
+lint() { ansible-lint; }
+
+# ansible-test needs the collection at .../ansible_collections/sm120/sglang;
+# it gets a copy of the files git knows (tracked, or untracked and not ignored).
+sanity() {
+  local pip_version cache tree
+  pip_version=$(python -c 'import ansible_test._internal.python_requirements as r, inspect, re; print(re.search(r"pip=.([0-9.]+).", inspect.getsource(r)).group(1))')
+  cache=$HOME/.ansible/test/cache
+  if [[ ! -f $cache/get_pip_${pip_version//./_}.py ]]; then
+    mkdir -p "$cache"
+    python -m pip download -q --no-deps --only-binary=:all: -d "$cache" "pip==$pip_version" || return 1
+    cp tests/sanity/get_pip.py "$cache/get_pip_${pip_version//./_}.py"
+  fi
+  tree=$(mktemp -d /tmp/sm120-sanity.XXXX)/ansible_collections/sm120/sglang
+  mkdir -p "$tree"
+  git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents {} "$tree"/ 2>/dev/null
+  (cd "$tree" && ansible-test sanity --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+      --requirements --color no)
+}
+
+unit() { python -m pytest -q tests/unit; }
+
+# Installed from the tarball, the collection must work without the checkout:
+# its docs render and `ansible-playbook sm120.sglang.deploy` parses.
+collection() {
+  local work; work=$(mktemp -d /tmp/sm120-build.XXXX)
+  ansible-galaxy collection build --output-path "$work" . >/dev/null &&
+  ansible-galaxy collection install --force -p "$work/installed" "$work"/sm120-sglang-*.tar.gz >/dev/null 2>&1 &&
+  (cd "$work" && : > "$work/ansible.cfg" && ANSIBLE_CONFIG="$work/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$work/installed" bash -c '
+      set -e
+      for module in source_patch gpu_facts serving_benchmark; do
+        ansible-doc -t module "sm120.sglang.$module" | grep -q "^> MODULE sm120.sglang.$module"
+      done
+      ansible-doc -t filter sm120.sglang.patch_plan >/dev/null
+      ansible-playbook -i localhost, sm120.sglang.deploy --syntax-check
+      ansible-playbook -i localhost, sm120.sglang.deploy --list-tasks --tags rollback | grep -q "Roll every recorded patch back"')
+}
+
+molecule_all() {
+  local scenario rc=0
+  for scenario in molecule/*/molecule.yml; do
+    scenario=$(basename "$(dirname "$scenario")")
+    echo "--- molecule scenario $scenario"
+    molecule test -s "$scenario" > "/tmp/molecule-$scenario.log" 2>&1
+    local status=$?
+    grep -E 'Executed:|PLAY RECAP|passed|failed=[1-9]|fatal:' "/tmp/molecule-$scenario.log" | sed 's/\x1b\[[0-9;]*m//g' | tail -n 25
+    if ((status != 0)); then
+      rc=1; echo "--- molecule scenario $scenario FAILED; full log /tmp/molecule-$scenario.log"
+      sed 's/\x1b\[[0-9;]*m//g' "/tmp/molecule-$scenario.log" | grep -v 'Found installed collection' | tail -n 80
+    fi
+  done
+  return $rc
+}
+
+stage lint lint
+stage sanity sanity
+stage unit unit
+stage collection collection
+stage molecule molecule_all
+
+printf '\nstages: %d passed, %d failed%s\n' "$passed" "$failed" "${failures:+ (${failures[*]})}"
+((failed == 0))
