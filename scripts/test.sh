@@ -70,7 +70,7 @@ molecule_all() {
     echo "--- molecule scenario $scenario"
     molecule test -s "$scenario" > "/tmp/molecule-$scenario.log" 2>&1
     local status=$?
-    grep -E 'Executed:|PLAY RECAP|passed|failed=[1-9]|fatal:' "/tmp/molecule-$scenario.log" | sed 's/\x1b\[[0-9;]*m//g' | tail -n 25
+    grep -E 'Executed:|(passed|failed) in [0-9.]+s|failed=[1-9]' "/tmp/molecule-$scenario.log" | sed 's/\x1b\[[0-9;]*m//g' | tail -n 25
     if ((status != 0)); then
       rc=1; echo "--- molecule scenario $scenario FAILED; full log /tmp/molecule-$scenario.log"
       sed 's/\x1b\[[0-9;]*m//g' "/tmp/molecule-$scenario.log" | grep -v 'Found installed collection' | tail -n 80

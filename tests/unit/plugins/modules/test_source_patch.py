@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import sys
+import threading
 
 import pytest
 
@@ -153,3 +155,16 @@ def test_absent_must_give_back_the_original(run_module, target):
 
 def test_bad_edit_list_is_refused_before_reading(run_module, target):
     assert_fails(run_module, target, "used twice", edits=[EDITS[0], EDITS[0]])
+
+
+def test_a_second_run_waits_for_the_lock_of_the_first(run_module, target):
+    # The test holds the lock the way a concurrent run of the module would.
+    results = []
+    with open(source_patch._lock_path(str(target)), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        worker = threading.Thread(target=lambda: results.append(call(run_module, target)))
+        worker.start()
+        worker.join(0.5)
+        assert worker.is_alive() and target.read_bytes() == SOURCE, "the run must wait while the lock is held"
+    worker.join(10)
+    assert results and results[0]["changed"]
