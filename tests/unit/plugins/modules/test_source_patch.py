@@ -168,3 +168,21 @@ def test_a_second_run_waits_for_the_lock_of_the_first(run_module, target):
         assert worker.is_alive() and target.read_bytes() == SOURCE, "the run must wait while the lock is held"
     worker.join(10)
     assert results and results[0]["changed"]
+
+
+def test_lock_file_cannot_be_opened(run_module, target, monkeypatch, tmp_path):
+    monkeypatch.setattr(source_patch, "_lock_path", lambda path: str(tmp_path / "missing-dir" / "x.lock"))
+    assert_fails(run_module, target, "cannot open the lock file .*missing-dir")
+
+
+def test_unreadable_file(run_module, target, monkeypatch):
+    # Root reads any file whatever its mode, so the refusal is injected at open().
+    real_open = open
+
+    def refusing_open(path, *args, **kwargs):
+        if str(path) == str(target):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(source_patch, "open", refusing_open, raising=False)
+    assert_fails(run_module, target, "cannot read .*communicator.py: .*Permission denied")
