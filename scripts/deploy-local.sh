@@ -26,7 +26,9 @@ for host in "${!images[@]}"; do
   done
 done
 
-# Until the sglang_install role lands, the hosts get the real SGLang wheel
-# without its 11 GB of GPU dependencies, the way the molecule scenarios do.
-ansible-playbook -i inventories/local molecule/resources/playbooks/install_sglang_wheel.yml
+# What the containers cannot have, they get as in the molecule scenarios: an
+# nvidia-smi stand-in printing 8x RTX PRO 6000 output, and (until the
+# sglang_install phase lands) the real SGLang wheel without its 11 GB of GPU
+# dependencies.
+ansible-playbook -i inventories/local molecule/resources/playbooks/prepare_gpu_host.yml
 ansible-playbook -i inventories/local playbooks/deploy.yml "$@"
