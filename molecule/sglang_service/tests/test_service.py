@@ -1,0 +1,103 @@
+"""After converge and side_effect: the GLM-5-NVFP4 unit runs the stand-in as sglang, healthy, with its key kept out of the unit."""
+
+import json
+
+UNIT = "sglang-glm-5-nvfp4.service"
+UNIT_PATH = "/etc/systemd/system/" + UNIT
+ENV_FILE = "/etc/sglang/glm-5-nvfp4.env"
+# molecule.yml's sglang_service_api_key.
+API_KEY = 'molecule-key $with "quotes" and 100%'
+
+
+def _get(host, path, key=None):
+    """Status and body of a GET from inside the container, with the container's own python."""
+    script = (
+        "import sys, urllib.request, urllib.error\n"
+        "req = urllib.request.Request('http://127.0.0.1:30000' + sys.argv[1])\n"
+        "if len(sys.argv) > 2: req.add_header('Authorization', 'Bearer ' + sys.argv[2])\n"
+        "try:\n"
+        "    r = urllib.request.urlopen(req, timeout=10); print(r.status); print(r.read().decode())\n"
+        "except urllib.error.HTTPError as e:\n"
+        "    print(e.code); print(e.read().decode())\n"
+    )
+    args = [path] + ([key] if key else [])
+    out = host.check_output("python3 -c %s " % _quote(script) + " ".join(_quote(a) for a in args))
+    status, _newline, body = out.partition("\n")
+    return int(status), body
+
+
+def _quote(text):
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _main_pid(host):
+    return int(host.check_output("systemctl show --property=MainPID --value %s" % UNIT))
+
+
+def test_the_service_user_exists(host):
+    user = host.user("sglang")
+    assert user.exists
+    assert user.group == "sglang"
+    assert user.home == "/var/lib/sglang"
+    assert user.shell == "/usr/sbin/nologin"
+    assert user.uid < 1000
+    assert host.file("/var/lib/sglang").is_directory
+
+
+def test_the_unit_is_enabled_and_active(host):
+    service = host.service(UNIT)
+    assert service.is_enabled
+    assert service.is_running
+    assert host.check_output("systemctl show --property=KillMode --value %s" % UNIT) == "control-group"
+    assert host.check_output("systemctl show --property=Restart --value %s" % UNIT) == "on-failure"
+
+
+def test_the_server_runs_as_sglang_with_the_profiles_flags(host):
+    pid = _main_pid(host)
+    assert host.check_output("ps -o user= -p %d" % pid) == "sglang"
+    argv = host.file("/proc/%d/cmdline" % pid).content_string.split("\0")
+    assert argv[:2] == ["/usr/bin/python3", "/opt/standin/sglang_standin.py"]
+    joined = " ".join(argv)
+    for flags in ("--model-path /srv/models/glm-5-nvfp4", "--tp-size 8", "--quantization modelopt_fp4",
+                  "--moe-runner-backend flashinfer_cutlass", "--disable-shared-experts-fusion",
+                  "--kv-cache-dtype bf16", "--mem-fraction-static 0.9", "--served-model-name glm-5",
+                  "--host 0.0.0.0", "--port 30000"):
+        assert flags in joined
+    # systemd expanded ${SGLANG_API_KEY} from the environment file into one word.
+    assert argv[argv.index("--api-key") + 1] == API_KEY
+
+
+def test_the_port_answers_health_and_the_api_wants_the_key(host):
+    # 0.0.0.0:30000 in LISTEN state (0A); the image has neither ss nor netstat.
+    assert "00000000:7530 00000000:0000 0A" in host.file("/proc/net/tcp").content_string
+    assert _get(host, "/health")[0] == 200
+    assert _get(host, "/v1/models")[0] == 401
+    status, body = _get(host, "/v1/models", API_KEY)
+    assert status == 200
+    assert json.loads(body)["data"][0]["id"] == "glm-5"
+
+
+def test_the_environment_file_is_root_only_and_holds_the_key(host):
+    env = host.file(ENV_FILE)
+    assert env.user == "root" and env.group == "root"
+    assert env.mode == 0o600
+    content = env.content_string
+    assert 'SGLANG_API_KEY="molecule-key \\$with \\"quotes\\" and 100%"' in content.splitlines()
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in content.splitlines()
+    assert "SM120_SGLANG_INSTALL_SET=flashinfer-python==0.6.3,sglang==0.5.9" in content.splitlines()
+    assert "SM120_PATCHES_LIVE" in content
+
+
+def test_the_unit_has_no_key(host):
+    unit = host.file(UNIT_PATH)
+    assert unit.mode == 0o644
+    content = unit.content_string
+    assert "molecule-key" not in content
+    assert "--api-key ${SGLANG_API_KEY}" in content
+    assert "EnvironmentFile=%s" % ENV_FILE in content
+
+
+def test_systemd_analyze_verify_passes(host):
+    result = host.run("systemd-analyze verify %s" % UNIT_PATH)
+    assert result.rc == 0, result.stderr
+    assert UNIT not in result.stderr, result.stderr
