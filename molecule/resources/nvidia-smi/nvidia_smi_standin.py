@@ -13,8 +13,9 @@ RTX PRO 6000 output written in the same format):
                      --format=csv,noheader,nounits`
     topo.txt         `nvidia-smi topo -m`
 
-The set is named by $NVIDIA_SMI_STANDIN_FIXTURE, else by /etc/nvidia-smi-standin/fixture.
-install.yml copies this file to /usr/bin/nvidia-smi with a python3 shebang.
+The set is named by $NVIDIA_SMI_STANDIN_FIXTURE, else by /etc/nvidia-smi-standin/fixture;
+$NVIDIA_SMI_STANDIN_CAPTURES moves the directory of the sets (unit tests point it at
+the fixtures). install.yml copies this file to /usr/bin/nvidia-smi with a python3 shebang.
 
 It answers:
     nvidia-smi
@@ -23,19 +24,35 @@ It answers:
     nvidia-smi [-i ID] -pl WATTS
 A power limit set with -pl is kept in /run/nvidia-smi-standin/ (a tmpfs, so it
 is gone after a reboot, as a real limit is) and reported by power.limit
-afterwards; the banner of plain `nvidia-smi` keeps the capture's numbers.
+afterwards; the banner of plain `nvidia-smi` keeps the capture's limits.
 Anything else exits 2 saying the stand-in does not know it.
+
+Power draw under load, together with the SGLang stand-in
+(molecule/resources/standin_server/sglang_standin.py, which stands in for
+`python -m sglang.launch_server`): that server writes the per-GPU draw it
+emulates, one number in watts, to /var/lib/sglang/standin-power-draw (its
+SGLANG_STANDIN_POWER_FILE; here $NVIDIA_SMI_STANDIN_POWER_FILE, same default):
+480 W while it generates, 125 W while it generates with the FlashInfer
+allreduce-fusion gate patch live in the installed SGLang (the measured
+regression), 60 W idle. While that file exists, every GPU's power.draw, in
+--query-gpu and in the Pwr:Usage column of plain `nvidia-smi`, is that number
+(at most the GPU's power limit, as a real GPU is held to it); otherwise it is
+the capture's. serving_benchmark samples power through this, so its figures
+move with the stand-in server's load and with the patch.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import re
 import sys
 
 CAPTURES = "/usr/share/nvidia-smi-standin"
 SELECTED = "/etc/nvidia-smi-standin/fixture"
 STATE = "/run/nvidia-smi-standin"
+# Written by the SGLang stand-in; see the header.
+POWER_FILE = "/var/lib/sglang/standin-power-draw"
 
 # The column order of query-gpu.csv: QUERY_GPU_FIELDS of plugins/module_utils/gpu_facts.py.
 COLUMNS = (
@@ -57,7 +74,7 @@ def capture_dir():
                 name = selected.read().strip()
         except OSError:
             fail("nvidia-smi stand-in: no capture set selected (%s or $NVIDIA_SMI_STANDIN_FIXTURE)" % SELECTED)
-    return os.path.join(CAPTURES, name)
+    return os.path.join(os.environ.get("NVIDIA_SMI_STANDIN_CAPTURES") or CAPTURES, name)
 
 
 def read(name):
@@ -72,8 +89,29 @@ def driver_version():
     return "[N/A]"
 
 
+def emulated_power_draw():
+    """Watts from the SGLang stand-in's power file; None when there is none to read."""
+    path = os.environ.get("NVIDIA_SMI_STANDIN_POWER_FILE") or POWER_FILE
+    try:
+        with open(path) as power:
+            return float(power.read().split()[0])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, IndexError) as exc:
+        sys.stderr.write("nvidia-smi stand-in: ignoring %s (%s); reporting the captured power draw\n" % (path, exc))
+        return None
+
+
+def held_to_limit(draw, limit):
+    try:
+        return min(draw, float(limit))
+    except ValueError:  # [N/A]
+        return draw
+
+
 def gpus():
     rows = [dict(zip(COLUMNS, (cell.strip() for cell in row))) for row in csv.reader(read("query-gpu.csv").splitlines()) if row]
+    draw = emulated_power_draw()
     for gpu in rows:
         gpu["driver_version"] = driver_version()
         try:
@@ -81,7 +119,28 @@ def gpus():
                 gpu["power.limit"] = state.read().strip()
         except OSError:
             pass
+        if draw is not None:
+            gpu["power.draw"] = "%.2f" % held_to_limit(draw, gpu["power.limit"])
     return rows
+
+
+# The power cell of a GPU row of plain nvidia-smi: "    34W /  600W".
+USAGE_CELL = re.compile(r"( +)(\d+|N/A)W( / +)(\d+)W")
+
+
+def plain():
+    text = read("nvidia-smi.txt")
+    draw = emulated_power_draw()
+    if draw is None:
+        return text
+
+    def usage(match):
+        watts = "%d" % round(held_to_limit(draw, match.group(4)))
+        # Right-aligned in the same width, so the table's borders stay where they are.
+        width = len(match.group(1)) + len(match.group(2))
+        return watts.rjust(max(width, len(watts) + 1)) + "W" + match.group(3) + match.group(4) + "W"
+
+    return USAGE_CELL.sub(usage, text)
 
 
 def select(all_gpus, ident):
@@ -135,7 +194,7 @@ def set_power_limit(watts, ident):
 def main(args):
     ident = option(args, "-i") or option(args, "--id")
     if not args:
-        sys.stdout.write(read("nvidia-smi.txt"))
+        sys.stdout.write(plain())
     elif args == ["topo", "-m"]:
         sys.stdout.write(read("topo.txt"))
     elif any(arg.startswith("--query-gpu=") for arg in args):

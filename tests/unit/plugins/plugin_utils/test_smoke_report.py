@@ -1,0 +1,298 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The smoke check's reports, from a run shaped like roles/smoke_test's.
+
+The run is the fusion gate's measured regression on 8x RTX PRO 6000: with the
+gate live 236 output tok/s at 125 W a GPU, after the canary rolled it back
+3,740 tok/s at 480 W (the stand-in's healthy draw) of 600 W.
+"""
+
+from __future__ import annotations
+
+import copy
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible_collections.sm120.sglang.plugins.filter.smoke_report import FilterModule
+from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_report import (
+    ReportError,
+    breached,
+    final_result,
+    mean_power_fraction,
+    smoke_fleet_markdown,
+    smoke_report_markdown,
+    smoke_report_svg,
+)
+
+SVG = "{http://www.w3.org/2000/svg}"
+GATE = "flashinfer_allreduce_fusion"
+
+
+def _latency(mean, p50, p90, p99):
+    return {"mean": mean, "p50": p50, "p90": p90, "p99": p99}
+
+
+def _power(watts, output_tok_s, limit=600.0, gpus=8):
+    return {
+        "source": "nvidia-smi", "reason": None, "interval_s": 0.5, "samples": 80, "sample_errors": 0,
+        "gpus": [{"index": i, "samples": 80, "mean_w": watts, "max_w": watts + 9.5, "limit_w": limit,
+                  "mean_fraction_of_limit": round(watts / limit, 4)} for i in range(gpus)],
+        "total_mean_w": watts * gpus, "energy_j": watts * gpus * 40.0,
+        "joules_per_output_token": round(watts * gpus / output_tok_s, 4),
+    }
+
+
+def _result(output_tok_s, watts, ttft_p99, failed=0):
+    return {
+        "changed": False, "url": "http://10.1.230.174:30000/v1/completions",
+        "completed_requests": 256 - failed, "failed_requests": failed, "not_started_requests": 0,
+        "warmup_failed_requests": 0, "errors": ["request 7: HTTP 500 Internal Server Error"] if failed else [],
+        "duration_s": 256 * 256 / output_tok_s, "requests_per_s": output_tok_s / 256,
+        "output_tokens_per_s": output_tok_s, "total_tokens_per_s": output_tok_s * 5,
+        "input_tokens_total": 262144, "output_tokens_total": 65536, "token_count_source": "usage",
+        "ttft_ms": _latency(ttft_p99 / 3, ttft_p99 / 4, ttft_p99 / 2, ttft_p99),
+        "itl_ms": _latency(64000 / output_tok_s, 64000 / output_tok_s, 70000 / output_tok_s, 90000 / output_tok_s),
+        "tpot_ms": _latency(17.0, 17.0, 18.0, 20.0),
+        "e2e_latency_ms": _latency(4400.0, 4380.0, 4600.0, 256 * 64000 / output_tok_s),
+        "power": _power(watts, output_tok_s),
+    }
+
+
+RUN = {
+    "host": "gpu-node-1",
+    "run_id": "20261129T112632Z",
+    "started_at": "20261129T112632Z",
+    "config": {"profile": "glm5-nvfp4-tp8", "sglang_version": "0.5.9", "model": "glm-5",
+               "load": "completions/64/256/1024/256"},
+    "patches_live": [],
+    "thresholds": {"min_output_tok_s": 3000, "max_ttft_p99_ms": 20000, "min_power_fraction": 0.3},
+    "measurements": [
+        {"label": "with new patches: " + GATE, "patches_live": [GATE], "result": _result(236.0, 125.0, 61000.0)},
+        {"label": "after rolling back " + GATE, "patches_live": [], "result": _result(3740.0, 480.0, 2900.0)},
+    ],
+    "verdict": {
+        "status": "regression-rolled-back",
+        "messages": ["Regression, rolled back: %s gave 236.0 output tok/s against a baseline of 3740.0 "
+                     "(-93.7 %%, tolerance -10.0 %%). Now 3740.0 output tok/s without them; they stay off "
+                     "(sm120_patches_retry_rejected: true tries them again)." % GATE],
+        "rolled_back": [GATE],
+    },
+}
+
+
+def _rows(markdown, first_cell):
+    return [[cell.strip() for cell in line.strip("|").split(" | ")]
+            for line in markdown.splitlines() if line.startswith("| " + first_cell)]
+
+
+# ------------------------------------------------------------------ figures and thresholds
+
+def test_the_final_result_and_mean_power_fraction():
+    assert final_result(RUN)["output_tokens_per_s"] == 3740.0
+    assert mean_power_fraction(final_result(RUN)) == pytest.approx(0.8)
+    assert mean_power_fraction(RUN["measurements"][0]["result"]) == pytest.approx(125 / 600, abs=1e-4)
+    assert final_result({"measurements": []}) == {} and mean_power_fraction({}) is None
+
+
+def test_breached_names_the_figures_beyond_their_thresholds():
+    collapsed = RUN["measurements"][0]["result"]
+    assert breached(collapsed, RUN["thresholds"]) == {"output_tokens_per_s", "ttft_p99_ms", "power_fraction"}
+    assert breached(final_result(RUN), RUN["thresholds"]) == set()
+    off = {"min_output_tok_s": None, "max_ttft_p99_ms": None, "min_power_fraction": None}
+    assert breached(collapsed, off) == set() and breached(collapsed, None) == set()
+    # Extra vars given on the command line arrive as strings.
+    assert breached(collapsed, {"min_output_tok_s": "3000", "max_ttft_p99_ms": ""}) == {"output_tokens_per_s"}
+    # Missing figures show as n/a, unmarked; the verdict's messages say what happened.
+    empty = {"output_tokens_per_s": None, "ttft_ms": {"p99": None},
+             "power": {"source": None, "reason": "sample_power is false", "gpus": []}}
+    assert breached(empty, RUN["thresholds"]) == set()
+
+
+# ------------------------------------------------------------------ Markdown, one host
+
+def test_markdown_names_host_verdict_configuration_and_thresholds():
+    text = smoke_report_markdown(RUN)
+    assert text.startswith("# Smoke check: gpu-node-1 — REGRESSION ROLLED BACK\n")
+    assert "Profile `glm5-nvfp4-tp8`, SGLang `0.5.9`, model `glm-5`" in text
+    assert "- Patches live now: none" in text
+    assert ("Thresholds: output at least 3,000.0 tok/s, TTFT p99 at most 20,000.0 ms, "
+            "GPU power at least 0.30 of the limit") in text
+    assert "## Verdict: REGRESSION ROLLED BACK" in text
+    assert "- Regression, rolled back: flashinfer_allreduce_fusion gave 236.0 output tok/s" in text
+    assert "Rolled back: `flashinfer_allreduce_fusion`" in text
+
+
+def test_markdown_has_a_row_of_figures_per_measurement():
+    text = smoke_report_markdown(RUN)
+    header = _rows(text, "Measurement")[0]
+    assert header == ["Measurement", "Patches live", "Output tok/s", "Total tok/s", "Req/s", "TTFT p50 ms",
+                      "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "E2E p99 ms", "Failed"]
+    patched, = _rows(text, "1. ")
+    rolled_back, = _rows(text, "2. ")
+    assert patched == ["1. with new patches: flashinfer_allreduce_fusion", "`flashinfer_allreduce_fusion`",
+                       "236.0", "1,180.0", "0.92", "15,250.0", "61,000.0", "271.2", "381.4", "69,423.7", "0"]
+    # Only the run's result, the last measurement, is held to the thresholds; it passes.
+    assert rolled_back == ["2. after rolling back flashinfer_allreduce_fusion", "none", "3,740.0", "18,700.0",
+                           "14.61", "725.0", "2,900.0", "17.1", "24.1", "4,380.7", "0"]
+
+
+def test_markdown_has_a_power_table_per_measurement():
+    text = smoke_report_markdown(RUN)
+    assert "## Power: 1. with new patches: flashinfer_allreduce_fusion" in text
+    assert "## Power: 2. after rolling back flashinfer_allreduce_fusion" in text
+    assert _rows(text, "GPU")[0] == ["GPU", "Mean W", "Max W", "Limit W", "Mean fraction of limit"]
+    gpu_rows = _rows(text, "0 ")
+    assert gpu_rows == [["0", "125.0", "134.5", "600.0", "0.21"], ["0", "480.0", "489.5", "600.0", "0.80"]]
+    assert _rows(text, "mean") == [["mean", "125.0", "134.5", "600.0", "0.21"],
+                                   ["mean", "480.0", "489.5", "600.0", "0.80"]]
+    assert "Source nvidia-smi; all GPUs together 3,840.0 W on average, 1.027 J per output token." in text
+
+
+def test_markdown_marks_the_final_figures_that_miss_their_thresholds():
+    run = copy.deepcopy(RUN)
+    run["measurements"] = run["measurements"][:1]
+    run["verdict"] = {"status": "fail", "rolled_back": [], "messages": [
+        "Output throughput 236.0 tok/s is below the threshold 3000.0 tok/s (smoke_test_min_output_tok_s)."]}
+    text = smoke_report_markdown(run)
+    row, = _rows(text, "1. ")
+    assert row[2] == "**236.0** ✗" and row[6] == "**61,000.0** ✗" and row[3] == "1,180.0"
+    assert _rows(text, "0 ")[0][4] == "**0.21** ✗"
+    assert "# Smoke check: gpu-node-1 — FAIL" in text and "Rolled back" not in text
+
+
+def test_markdown_says_n_a_where_figures_are_missing():
+    run = {
+        "host": "gpu-node-2",
+        "measurements": [{"label": "as deployed", "patches_live": None, "result": {
+            "output_tokens_per_s": None, "failed_requests": 4, "errors": ["request 0: connection refused"],
+            "ttft_ms": {"mean": None, "p50": None, "p90": None, "p99": None},
+            "power": {"source": None, "reason": "no power source: nvidia-smi not found at 'nvidia-smi'", "gpus": [],
+                      "total_mean_w": None, "joules_per_output_token": None}}}],
+        "verdict": {"status": "fail", "messages": None, "rolled_back": None},
+    }
+    text = smoke_report_markdown(run)
+    row, = _rows(text, "1. ")
+    assert row == ["1. as deployed", "none"] + ["n/a"] * 8 + ["4"]
+    assert "Power: n/a (no power source: nvidia-smi not found at 'nvidia-smi')." in text
+    assert "- request 0: connection refused" in text
+    assert "Started: n/a" in text and "Profile n/a, SGLang n/a, model n/a" in text
+    assert ("Thresholds: output at least n/a tok/s, TTFT p99 at most n/a ms, GPU power at least n/a of the limit"
+            in text)
+    assert "No messages." in text
+
+
+def test_markdown_of_a_bare_run_and_of_no_run():
+    assert "No measurements." in smoke_report_markdown({})
+    assert smoke_report_markdown({}).startswith("# Smoke check: n/a — n/a\n")
+    with pytest.raises(ReportError, match="must be a dict, got list"):
+        smoke_report_markdown([RUN])
+
+
+def test_markdown_text_cannot_break_the_tables_or_inject_html():
+    run = copy.deepcopy(RUN)
+    run["measurements"][0]["label"] = "a | b <script>\nc"
+    run["verdict"]["messages"] = ["x <img src=y> | `z`"]
+    run["patches_live"] = ["odd`gate"]
+    text = smoke_report_markdown(run)
+    row, = _rows(text, "1. ")
+    assert row[0] == "1. a \\| b \\<script\\> c"
+    assert "- x \\<img src=y\\> \\| \\`z\\`" in text
+    assert "Patches live now: ``odd`gate``" in text
+    assert "<" not in text.replace("\\<", "")
+
+
+# ------------------------------------------------------------------ SVG
+
+def _svg(text):
+    root = ET.fromstring(text)
+    assert root.tag == SVG + "svg"
+    return root, ["".join(node.itertext()) for node in root.iter(SVG + "text")]
+
+
+def test_svg_is_valid_and_titled_with_host_time_and_verdict():
+    root, texts = _svg(smoke_report_svg(RUN))
+    title = "Smoke check gpu-node-1, 20261129T112632Z: REGRESSION ROLLED BACK"
+    assert root.find(SVG + "title").text == title and texts[0] == title
+    assert root.get("aria-label") == title
+    assert "Output tokens/s" in texts and "GPU mean power / power limit, per GPU" in texts
+    assert "1. with new patches: flashinfer_allreduce_fusion" in texts
+    assert "2. after rolling back flashinfer_allreduce_fusion" in texts
+
+
+def test_svg_draws_throughput_per_measurement_and_power_per_gpu_and_measurement():
+    root, texts = _svg(smoke_report_svg(RUN))
+    tips = [rect.find(SVG + "title").text for rect in root.iter(SVG + "rect") if rect.find(SVG + "title") is not None]
+    assert tips[:2] == ["with new patches: flashinfer_allreduce_fusion: 236.0 output tok/s",
+                        "after rolling back flashinfer_allreduce_fusion: 3,740.0 output tok/s"]
+    power = tips[2:]
+    assert len(power) == 16
+    assert power[0] == "GPU 0, with new patches: flashinfer_allreduce_fusion: 0.21 of the limit"
+    assert power[1] == "GPU 0, after rolling back flashinfer_allreduce_fusion: 0.80 of the limit"
+    assert ["GPU %d" % i for i in range(8)] == [t for t in texts if t.startswith("GPU ") and len(t) == 5]
+    assert "minimum 3,000" in texts and "minimum 0.30" in texts
+    # The collapsed bar is about 236/3740 the height of the healthy one.
+    bars = [rect for rect in root.iter(SVG + "rect") if rect.find(SVG + "title") is not None]
+    assert float(bars[0].get("height")) / float(bars[1].get("height")) == pytest.approx(236 / 3740, rel=0.01)
+
+
+def test_svg_escapes_text_and_copes_with_missing_figures():
+    run = {"host": "<gpu & co>", "started_at": None,
+           "measurements": [{"label": "\"quoted\" & <tagged>", "result": {
+               "output_tokens_per_s": None,
+               "power": {"source": None, "reason": "sample_power is false", "gpus": []}}}],
+           "verdict": {"status": "warn"}}
+    root, texts = _svg(smoke_report_svg(run))
+    assert texts[0] == "Smoke check <gpu & co>, n/a: WARN"
+    assert "1. \"quoted\" & <tagged>" in texts
+    assert "n/a" in texts and "no power figures" in texts and "sample_power is false" in texts
+    root, texts = _svg(smoke_report_svg({}))
+    assert "no measurements" in texts
+    # A measurement without power among others with it: named once under the GPUs, not as n/a on each bar.
+    run = copy.deepcopy(RUN)
+    run["measurements"].append({"label": "no power", "result": {
+        "output_tokens_per_s": 3700.0, "power": {"source": None, "reason": "sample_power is false", "gpus": []}}})
+    _root, texts = _svg(smoke_report_svg(run))
+    assert "no power figures for 3 (sample_power is false)" in texts and "n/a" not in texts
+
+
+# ------------------------------------------------------------------ Markdown, the fleet
+
+def test_fleet_table_has_a_row_per_host_from_its_final_measurement():
+    failing = copy.deepcopy(RUN)
+    failing["host"] = "gpu-node-2"
+    failing["measurements"] = failing["measurements"][:1]
+    failing["patches_live"] = [GATE]
+    failing["verdict"] = {"status": "fail", "messages": [], "rolled_back": []}
+    bare = {"host": "gpu-node-3", "measurements": [], "verdict": {"status": "pass"}}
+    text = smoke_fleet_markdown([RUN, failing, bare])
+    assert text.startswith("# Smoke check: 3 hosts\n\nFAIL 1, PASS 1, REGRESSION ROLLED BACK 1\n")
+    assert _rows(text, "Host")[0] == ["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction",
+                                      "Patches live", "Rolled back"]
+    assert _rows(text, "gpu-node") == [
+        ["gpu-node-1", "REGRESSION ROLLED BACK", "3,740.0", "2,900.0", "0.80", "none", "`flashinfer_allreduce_fusion`"],
+        ["gpu-node-2", "FAIL", "**236.0** ✗", "**61,000.0** ✗", "**0.21** ✗", "`flashinfer_allreduce_fusion`", "none"],
+        ["gpu-node-3", "PASS", "n/a", "n/a", "n/a", "none", "none"],
+    ]
+
+
+def test_fleet_of_none_and_wrong_input():
+    assert smoke_fleet_markdown([]) == "# Smoke check: 0 hosts\n\nNo runs.\n"
+    with pytest.raises(ReportError, match="wants a list of runs"):
+        smoke_fleet_markdown(RUN)
+    with pytest.raises(ReportError, match="must be a dict"):
+        smoke_fleet_markdown(["gpu-node-1"])
+
+
+# ------------------------------------------------------------------ the filter plugin
+
+def test_the_filters_render_and_turn_bad_input_into_filter_errors():
+    from ansible.errors import AnsibleFilterError
+
+    filters = FilterModule().filters()
+    assert set(filters) >= {"smoke_report_markdown", "smoke_report_svg", "smoke_fleet_markdown"}
+    assert filters["smoke_report_markdown"](RUN) == smoke_report_markdown(RUN)
+    assert filters["smoke_report_svg"](RUN) == smoke_report_svg(RUN)
+    assert filters["smoke_fleet_markdown"]([RUN]) == smoke_fleet_markdown([RUN])
+    with pytest.raises(AnsibleFilterError, match="must be a dict"):
+        filters["smoke_report_svg"]("gpu-node-1")
