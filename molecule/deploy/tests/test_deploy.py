@@ -50,7 +50,9 @@ def test_the_report_holds_the_collapse_and_the_recovery(host):
     assert first["result"]["output_tokens_per_s"] * 5 < last["result"]["output_tokens_per_s"]
     fractions = [gpu["mean_fraction_of_limit"] for gpu in first["result"]["power"]["gpus"]]
     assert len(fractions) == 8 and max(fractions) < 0.3
-    assert min(gpu["mean_fraction_of_limit"] for gpu in last["result"]["power"]["gpus"]) > 0.5
+    # Unpatched the stand-in draws 0.8 of the limit under load; the mean also
+    # holds readings between requests (idle 0.1), so the check is the threshold's.
+    assert min(gpu["mean_fraction_of_limit"] for gpu in last["result"]["power"]["gpus"]) > 0.3
     base = os.path.join(REPORTS, run["run_id"], host.backend.get_hostname())
     with open(base + ".md") as handle:
         assert "flashinfer_allreduce_fusion" in handle.read()
