@@ -13,18 +13,15 @@ package names and the branch hold against NVIDIA's Driver Installation Guide.
 
 from __future__ import annotations
 
-import collections.abc
 import pathlib
 import re
 
 import jinja2
 import pytest
-import yaml
-from jinja2.nativetypes import NativeEnvironment
 
-from ansible.plugins.filter.core import FilterModule
-from ansible.plugins.test.core import TestModule as AnsibleTests
 from ansible_collections.sm120.sglang.plugins.module_utils.gpu_facts import parse_query_gpu_csv
+from ansible_collections.sm120.sglang.tests.unit.role_vars import RoleVars as SharedRoleVars
+from ansible_collections.sm120.sglang.tests.unit.role_vars import ansible_environment, load_yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "gpu_driver"
@@ -56,68 +53,18 @@ HOSTS = {
 }
 
 
-def _load(path):
-    with open(path) as handle:
-        return yaml.safe_load(handle) or {}
+_load = load_yaml
 
 
-def _environment(cls, **options):
-    env = cls(undefined=jinja2.StrictUndefined, **options)
-    env.filters.update(FilterModule().filters())
-    env.tests.update(AnsibleTests().tests())
-    return env
-
-
-class RoleVars(collections.abc.Mapping):
-    """The role's variables for one host, each templated when first read, as Ansible resolves them."""
+class RoleVars(SharedRoleVars):
+    """The gpu_driver role's variables for one host."""
 
     def __init__(self, facts, inventory=None, facts_from_modules=None):
-        self._native = _environment(NativeEnvironment)
-        self._resolved = {}
-        self._raw = {"ansible_facts": facts, "inventory_hostname": "gpu-node-01"}
-        self._raw.update(facts_from_modules or {})
-        self._raw.update(_load(ROLE / "defaults" / "main.yml"))
-        self._raw.update(inventory or {})
-        self._raw.update(_load(ROLE / "vars" / "main.yml"))
-        self.vars_file = self._first_found(self["__gpu_driver_vars_files"])
-        self._raw.update(_load(self.vars_file))
-        self._resolved.clear()  # read before the vars file: its names may differ now
-
-    def _first_found(self, spec):
-        for name in spec["files"]:
-            for path in spec["paths"]:
-                candidate = ROLE / path / name
-                if candidate.is_file():
-                    return candidate
-        raise LookupError("no vars file among %s" % spec["files"])
-
-    def __getitem__(self, name):
-        if name not in self._resolved:
-            self._resolved[name] = self.render(self._raw[name])
-        return self._resolved[name]
-
-    def __iter__(self):
-        return iter(self._raw)
-
-    def __len__(self):
-        return len(self._raw)
-
-    def render(self, value):
-        """A value with every template in it resolved against these variables."""
-        if isinstance(value, dict):
-            return {key: self.render(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self.render(item) for item in value]
-        if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
-            return value
-        template = self._native.from_string(value)
-        nodes = list(template.root_render_func(template.new_context(self, shared=True)))
-        # One expression keeps its type (a list stays a list); text around it makes a string.
-        return nodes[0] if len(nodes) == 1 else "".join(str(node) for node in nodes)
+        super().__init__(ROLE, facts, "__gpu_driver_vars_files", inventory=inventory, extra=facts_from_modules)
 
     def template(self, name):
         """templates/<name> rendered as the template module does (trim_blocks, trailing newline kept)."""
-        env = _environment(jinja2.Environment, trim_blocks=True, keep_trailing_newline=True,
+        env = ansible_environment(jinja2.Environment, trim_blocks=True, keep_trailing_newline=True,
                            loader=jinja2.FileSystemLoader(str(ROLE / "templates")))
         template = env.get_template(name)
         return "".join(template.root_render_func(template.new_context(self, shared=True)))

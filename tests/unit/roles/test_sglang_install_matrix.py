@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import zipfile
 
 import pytest
 import yaml
 
+from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_install")
-CACHE = os.path.join(ROOT, ".cache", "wheels")
 PACKAGES = ["sglang", "flashinfer-python", "flashinfer-cubin", "sgl-kernel", "torch"]
 # The catalog of sm120_patches covers these releases: a set outside it could not be patched.
 PATCH_CATALOG_RELEASES = {"0.5.8", "0.5.8.post1", "0.5.9"}
@@ -42,14 +40,7 @@ def canonical(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def wheel(version):
-    os.makedirs(CACHE, exist_ok=True)
-    found = [name for name in os.listdir(CACHE) if name.startswith("sglang-%s-" % version)]
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "-d", CACHE, "sglang==%s" % version], check=True)
-        found = [name for name in os.listdir(CACHE) if name.startswith("sglang-%s-" % version)]
-    return zipfile.ZipFile(os.path.join(CACHE, found[0]))
+wheel = sglang_wheel
 
 
 def wheel_pins(archive):

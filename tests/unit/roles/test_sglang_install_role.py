@@ -12,7 +12,6 @@ fake site directory with real dist-info metadata.
 
 from __future__ import annotations
 
-import collections.abc
 import importlib.util
 import json
 import os
@@ -20,14 +19,11 @@ import pathlib
 import subprocess
 import sys
 
-import jinja2
 import pytest
-import yaml
-from jinja2.nativetypes import NativeEnvironment
 
-from ansible.plugins.filter.core import FilterModule
-from ansible.plugins.filter.mathstuff import FilterModule as MathFilters
-from ansible.plugins.test.core import TestModule as AnsibleTests
+from ansible_collections.sm120.sglang.tests.unit.role_vars import RoleVars as SharedRoleVars
+from ansible_collections.sm120.sglang.tests.unit.role_vars import load_yaml
+
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "sglang_install"
@@ -38,9 +34,7 @@ probe = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(probe)
 
 
-def _load(path):
-    with open(path) as handle:
-        return yaml.safe_load(handle) or {}
+_load = load_yaml
 
 
 def _facts(distribution, version, os_family):
@@ -58,53 +52,12 @@ HOSTS = {
 }
 
 
-class RoleVars(collections.abc.Mapping):
-    """The role's variables for one host, each templated when first read."""
+class RoleVars(SharedRoleVars):
+    """The sglang_install role's variables for one host (Debian 12 unless told)."""
 
     def __init__(self, facts=None, inventory=None):
-        env = NativeEnvironment(undefined=jinja2.StrictUndefined)
-        env.filters.update(FilterModule().filters())
-        env.filters.update(MathFilters().filters())
-        env.tests.update(AnsibleTests().tests())
-        self._native = env
-        self._resolved = {}
-        self._raw = {"ansible_facts": facts or HOSTS["debian12"], "inventory_hostname": "gpu-node-01"}
-        self._raw.update(_load(ROLE / "defaults" / "main.yml"))
-        self._raw.update(inventory or {})
-        self._raw.update(_load(ROLE / "vars" / "main.yml"))
-        self._raw.update(_load(ROLE / "vars" / "matrix.yml"))
-        self.vars_file = self._first_found(self["__sglang_install_vars_files"])
-        self._raw.update(_load(self.vars_file))
-        self._resolved.clear()
-
-    def _first_found(self, spec):
-        for name in spec["files"]:
-            for path in spec["paths"]:
-                if (ROLE / path / name).is_file():
-                    return ROLE / path / name
-        raise LookupError("no vars file among %s" % spec["files"])
-
-    def __getitem__(self, name):
-        if name not in self._resolved:
-            self._resolved[name] = self.render(self._raw[name])
-        return self._resolved[name]
-
-    def __iter__(self):
-        return iter(self._raw)
-
-    def __len__(self):
-        return len(self._raw)
-
-    def render(self, value):
-        if isinstance(value, dict):
-            return {key: self.render(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self.render(item) for item in value]
-        if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
-            return value
-        template = self._native.from_string(value)
-        nodes = list(template.root_render_func(template.new_context(self, shared=True)))
-        return nodes[0] if len(nodes) == 1 else "".join(str(node) for node in nodes)
+        super().__init__(ROLE, facts or HOSTS["debian12"], "__sglang_install_vars_files",
+                         role_vars=("main.yml", "matrix.yml"), inventory=inventory)
 
 
 PIP = ["/opt/sglang/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]

@@ -17,19 +17,16 @@ import hashlib
 import io
 import os
 import py_compile
-import subprocess
-import sys
-import zipfile
 
 import pytest
 import yaml
 
 from ansible_collections.sm120.sglang.plugins.module_utils.source_patch import ABSENT, PatchError, render
 from ansible_collections.sm120.sglang.plugins.plugin_utils.patch_catalog import patch_plan
+from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
-CACHE = os.path.join(ROOT, ".cache", "wheels")
 
 with open(os.path.join(ROOT, "roles", "sm120_patches", "vars", "catalog.yml")) as handle:
     CATALOG = yaml.safe_load(handle)["__sm120_patches_catalog"]
@@ -37,14 +34,7 @@ GATES = [gate["id"] for gate in CATALOG["gates"]]
 SUPPORTED = ["0.5.8", "0.5.8.post1", "0.5.9"]
 
 
-def wheel(version):
-    os.makedirs(CACHE, exist_ok=True)
-    found = [name for name in os.listdir(CACHE) if name.startswith("sglang-%s-" % version)]
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "-d", CACHE, "sglang==%s" % version], check=True)
-        found = [name for name in os.listdir(CACHE) if name.startswith("sglang-%s-" % version)]
-    return zipfile.ZipFile(os.path.join(CACHE, found[0]))
+wheel = sglang_wheel
 
 
 def record_sha256(archive):
