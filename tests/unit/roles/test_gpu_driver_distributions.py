@@ -65,7 +65,7 @@ class RoleVars(SharedRoleVars):
     def template(self, name):
         """templates/<name> rendered as the template module does (trim_blocks, trailing newline kept)."""
         env = ansible_environment(jinja2.Environment, trim_blocks=True, keep_trailing_newline=True,
-                           loader=jinja2.FileSystemLoader(str(ROLE / "templates")))
+                                  loader=jinja2.FileSystemLoader(str(ROLE / "templates")))
         template = env.get_template(name)
         return "".join(template.root_render_func(template.new_context(self, shared=True)))
 
