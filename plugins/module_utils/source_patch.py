@@ -10,11 +10,15 @@ contain each other (an insertion is ``old: ANCHOR``, ``new: ANCHOR + text``),
 so the counts below discount the occurrences of one inside the other.
 
 Everything here is pure (read -> decide -> render); the module does the I/O.
+The file-attribute, validate and lock helpers at the end take the lookups and
+clocks they need as arguments, so they decide without touching the host.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shlex
+import stat
 
 PRESENT = "present"
 ABSENT = "absent"
@@ -157,3 +161,148 @@ def check_original(content, edits, original_sha256, path="<text>"):
             "it was edited by something else or belongs to another release; reinstall the "
             "package to restore it, or set force to patch it anyway" % (path, got, original_sha256)
         )
+
+
+# Flags chattr(1) sets; lsattr shows a few more (E, I, N, ...) that only the kernel sets.
+_CHATTR_FLAGS = frozenset("aAcCdDeFijmPsStTux")
+
+
+def validate_argv(validate, tmp_path):
+    """The validate command as an argv list, with %s standing for the file to check."""
+    if "%s" not in validate:
+        raise PatchError("validate must contain %%s for the file to check, got: %s" % validate)
+    try:
+        words = shlex.split(validate)
+    except ValueError as exc:
+        raise PatchError("validate is not a command line (%s): %s; quote it the way a shell would" % (exc, validate))
+    return [word.replace("%s", tmp_path) for word in words]
+
+
+def validate_not_run_message(validate, command, reason, path):
+    return (
+        "validate could not run %s: %s (validate: %s); %s is unchanged. Install the command or give its full path"
+        % (command, reason, validate, path)
+    )
+
+
+def wanted_mode(mode, parse_symbolic, path="<file>"):
+    """The permission bits O(mode) asks for (None for no mode), or PatchError before anything is written.
+
+    parse_symbolic(text) turns a symbolic mode into bits relative to the file's
+    current mode; the module passes AnsibleModule's own parser, so what passes
+    here is exactly what set_mode_if_different will accept.
+    """
+    if mode is None:
+        return None
+    if isinstance(mode, int) and not isinstance(mode, bool):
+        bits = mode
+    else:
+        try:
+            bits = int(str(mode), 8)
+        except ValueError:
+            try:
+                bits = parse_symbolic(str(mode))
+            except Exception as exc:  # the parser raises ValueError, and KeyError or IndexError on odd input
+                raise PatchError(
+                    "mode %r for %s is neither octal (0644) nor symbolic (u=rw,g=r,o=r): %s; %s is unchanged"
+                    % (mode, path, exc, path)
+                )
+    if not 0 <= bits <= 0o7777:
+        raise PatchError("mode %r for %s is not a permission between 0000 and 07777; %s is unchanged"
+                         % (mode, path, path))
+    return bits
+
+
+def wanted_id(name, lookup, kind, path="<file>"):
+    """The numeric id O(owner) or O(group) names (None for none), or PatchError when the host has no such one."""
+    if name is None:
+        return None
+    try:
+        return int(name)
+    except ValueError:
+        pass
+    try:
+        return lookup(name)
+    except KeyError:
+        database = "passwd" if kind == "owner" else "group"
+        raise PatchError(
+            "%s %r for %s does not exist on this host (not in the %s database); %s is unchanged. "
+            "Create it first, or give a numeric id" % (kind, name, path, database, path)
+        )
+
+
+def wanted_attributes(attributes, path="<file>"):
+    """O(attributes) as chattr takes it, or PatchError for a flag chattr cannot set."""
+    if not attributes:
+        return None
+    # set_attributes_if_different strips one leading + or -, and passes the rest as =flags.
+    flags = attributes[1:] if attributes[0] in "+-" else attributes
+    unknown = "".join(sorted(set(flags) - _CHATTR_FLAGS))
+    if unknown:
+        raise PatchError(
+            "attributes %r for %s hold flags chattr cannot set (%s); use [+-]flags from %s; %s is unchanged"
+            % (attributes, path, unknown, "".join(sorted(_CHATTR_FLAGS)), path)
+        )
+    return attributes
+
+
+def check_file_args(file_args, parse_symbolic, user_id, group_id, path="<file>"):
+    """Resolve the file attributes a call asks for before anything is read or written.
+
+    Returns ``mode`` (bits), ``uid``, ``gid`` and ``attributes``, each None when
+    not asked for. Refusing here is what keeps a bad mode or an unknown user from
+    failing after the patched file was moved into place.
+    """
+    return {
+        "mode": wanted_mode(file_args.get("mode"), parse_symbolic, path),
+        "uid": wanted_id(file_args.get("owner"), user_id, "owner", path),
+        "gid": wanted_id(file_args.get("group"), group_id, "group", path),
+        "attributes": wanted_attributes(file_args.get("attributes"), path),
+    }
+
+
+def merge_context(current, requested):
+    """The SELinux context a file should get: requested fields over the current ones."""
+    requested = list(requested or [])
+    return [requested[i] if i < len(requested) and requested[i] is not None else field
+            for i, field in enumerate(current)]
+
+
+def attribute_drift(staged, landed):
+    """What the atomic move lost of the owner and mode given to the temporary file.
+
+    atomic_move falls back to a copy across filesystems (the copy belongs to
+    whoever runs the module) and, with unsafe_writes, writes into the old inode
+    (which keeps its old mode and owner). Returns ``owner`` (uid, gid) and
+    ``mode`` to set again; after a chown the mode is always set again, because
+    chown clears the set-id bits.
+    """
+    drift = {}
+    if (staged.st_uid, staged.st_gid) != (landed.st_uid, landed.st_gid):
+        drift["owner"] = (staged.st_uid, staged.st_gid)
+    if "owner" in drift or stat.S_IMODE(staged.st_mode) != stat.S_IMODE(landed.st_mode):
+        drift["mode"] = stat.S_IMODE(staged.st_mode)
+    return drift
+
+
+def wait_for_lock(try_lock, timeout, clock, sleep, first_interval=0.05, max_interval=1.0):
+    """Poll try_lock() until it returns True or timeout seconds have passed; return whether it did."""
+    if timeout < 0:
+        raise PatchError("lock_timeout must be 0 or more seconds, got %d" % timeout)
+    deadline = clock() + timeout
+    interval = first_interval
+    while not try_lock():
+        remaining = deadline - clock()
+        if remaining <= 0:
+            return False
+        sleep(min(interval, remaining))
+        interval = min(interval * 2, max_interval)
+    return True
+
+
+def lock_timeout_message(lock_path, timeout, path):
+    return (
+        "the lock %s on %s was still held by another process after lock_timeout=%d s; nothing was changed. "
+        "Find the holder with `fuser -v %s` (or `lsof %s`), let it finish or stop it if it is stuck, then run again"
+        % (lock_path, path, timeout, lock_path, lock_path)
+    )

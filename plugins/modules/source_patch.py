@@ -17,12 +17,17 @@ description:
   - Whether an edit is in place is decided the way M(ansible.posix.patch) does it, by whether its reverse would succeed.
     With O(state=absent) the same edits run backwards, so applying and then reverting gives back the original bytes.
   - All edits of one call are applied together or not at all. The new content is written to a temporary file, checked
-    with O(validate), and moved onto O(path) atomically; a failure before the move leaves the file untouched.
-  - Concurrent runs on one host take a lock per file, so their edits of one file never interleave.
+    with O(validate), given the file's current owner, group, mode and SELinux context and then the requested O(owner),
+    O(group), O(mode) and SELinux fields, and only then moved onto O(path) atomically. An invalid O(mode), an unknown
+    O(owner) or O(group), or a failing O(validate) therefore leaves the file untouched, bytes and attributes alike.
+  - When no edit changes the content, the requested file attributes are checked first and then set on O(path).
+  - Concurrent runs on one host take a lock per file, so their edits of one file never interleave; a run waits at most
+    O(lock_timeout) for it.
 options:
   path:
     description:
       - The file to edit. It must exist and be UTF-8 text.
+      - When it is a symlink, the file it points to is edited and gets the file attributes.
     type: path
     required: true
     aliases: [dest]
@@ -82,6 +87,16 @@ options:
       - Keep a timestamped copy of the file as it was before this change.
     type: bool
     default: false
+  lock_timeout:
+    description:
+      - How many seconds to wait for the per-file lock that another run of this module holds (in C(/run/lock), named
+        in the error) before failing without changing anything. V(0) fails at once when the lock is held.
+    type: int
+    default: 300
+    version_added: "0.2.0"
+notes:
+  - O(attributes) (C(chattr) flags) are checked before the move but set after it, because a temporary file that is
+    immutable could not be moved into place.
 extends_documentation_fragment:
   - ansible.builtin.files
 attributes:
@@ -162,22 +177,33 @@ backup_file:
   sample: /opt/sglang/lib/python3.12/site-packages/sglang/srt/layers/communicator.py.2312.2026-11-29@12:00:00~
 """
 
+import errno
 import fcntl
+import grp
 import hashlib
 import os
-import shlex
+import pwd
+import shutil
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.sm120.sglang.plugins.module_utils.source_patch import (
     PatchError,
+    attribute_drift,
     check_edits,
+    check_file_args,
     check_original,
     decode_source,
+    lock_timeout_message,
+    merge_context,
     render,
     sha256_hex,
+    validate_argv,
+    validate_not_run_message,
+    wait_for_lock,
 )
 
 
@@ -197,10 +223,15 @@ def _read(module, path):
 
 
 def _validate(module, tmp_path, validate):
-    if "%s" not in validate:
-        module.fail_json(msg="validate must contain %%s for the file to check, got: %s" % validate)
-    argv = [arg.replace("%s", tmp_path) for arg in shlex.split(validate)]
-    rc, out, err = module.run_command(argv)
+    try:
+        argv = validate_argv(validate, tmp_path)
+    except PatchError as exc:
+        module.fail_json(msg=to_native(exc))
+    try:
+        rc, out, err = module.run_command(argv, handle_exceptions=False)
+    except OSError as exc:
+        # Without this, run_command's own handler says only "Error executing command."
+        module.fail_json(msg=validate_not_run_message(validate, argv[0], exc.strerror or exc, module.params["path"]))
     if rc != 0:
         module.fail_json(
             msg="validate failed (rc %d) on the patched content; %s is unchanged: %s"
@@ -209,12 +240,49 @@ def _validate(module, tmp_path, validate):
         )
 
 
-def _write(module, path, data, before_sha):
+def _stage_attributes(module, tmp_path, real_path, file_args):
+    """Give the temporary file the attributes the patched file must end with, while the original is untouched."""
+    current = os.stat(real_path)
+    try:
+        os.chown(tmp_path, current.st_uid, current.st_gid)
+    except OSError as exc:
+        if exc.errno != errno.EPERM:  # not root: the file becomes ours, as with atomic_move's own copy
+            module.fail_json(msg="cannot give the patched copy the owner of %s: %s; %s is unchanged"
+                             % (real_path, to_native(exc), real_path))
+    # After the chown, which clears set-id bits; copystat also carries ACLs and other xattrs.
+    shutil.copystat(real_path, tmp_path)
+    # The content is new: Python's bytecode cache compares the source mtime.
+    os.utime(tmp_path, None)
+    context = merge_context(module.selinux_context(real_path), file_args["secontext"])
+    # chattr flags wait until after the move (see notes); the rest fails here, before anything is replaced.
+    module.set_fs_attributes_if_different(dict(file_args, path=tmp_path, secontext=context, attributes=None), False)
+    return os.stat(tmp_path), context
+
+
+def _settle_attributes(module, real_path, staged, context, attributes):
+    # keep_dest_attrs=False makes atomic_move reset the context to the policy default; put the staged one back.
+    module.set_context_if_different(real_path, context, False)
+    drift = attribute_drift(staged, os.stat(real_path))
+    try:
+        if "owner" in drift:
+            os.chown(real_path, *drift["owner"])
+        if "mode" in drift:
+            os.chmod(real_path, drift["mode"])
+    except OSError as exc:
+        module.fail_json(msg="%s holds the patched content, but the move lost its attributes and they cannot be set "
+                         "again (%s): set owner %d:%d and mode %04o by hand"
+                         % (real_path, to_native(exc), staged.st_uid, staged.st_gid, staged.st_mode & 0o7777))
+    module.set_attributes_if_different(real_path, attributes, True)
+
+
+def _write(module, path, data, before_sha, file_args):
+    real_path = os.path.realpath(path)
     fd, tmp_path = tempfile.mkstemp(prefix=".source_patch.", dir=module.tmpdir)
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
     if module.params["validate"]:
         _validate(module, tmp_path, module.params["validate"])
+    staged, context = _stage_attributes(module, tmp_path, real_path, file_args)
     # The lock keeps other runs of this module out; this catches every other writer.
     if sha256_hex(_read(module, path)) != before_sha:
         module.fail_json(
@@ -222,7 +290,9 @@ def _write(module, path, data, before_sha):
             % path
         )
     backup_file = module.backup_local(path) if module.params["backup"] else None
-    module.atomic_move(tmp_path, os.path.realpath(path), unsafe_writes=module.params["unsafe_writes"])
+    # keep_dest_attrs=False: the attributes were set on the temporary file and must survive the move.
+    module.atomic_move(tmp_path, real_path, unsafe_writes=module.params["unsafe_writes"], keep_dest_attrs=False)
+    _settle_attributes(module, real_path, staged, context, file_args["attributes"])
     return backup_file
 
 
@@ -240,11 +310,16 @@ def run(module):
     if not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222:
         module.fail_json(msg="%s is read-only (mode %04o); make it writable if it should be patched"
                          % (path, os.stat(path).st_mode & 0o7777), **result)
+    file_args = module.load_file_common_arguments(params, path=os.path.realpath(path))
+    current = os.stat(file_args["path"])
 
     before = _read(module, path)
     before_sha = sha256_hex(before)
     result["sha256_before"] = result["sha256_after"] = before_sha
     try:
+        # Before anything is written, with AnsibleModule's own symbolic-mode parser: set_mode_if_different will agree.
+        check_file_args(file_args, lambda text: AnsibleModule._symbolic_mode_to_octal(current, text),
+                        lambda name: pwd.getpwnam(name).pw_uid, lambda name: grp.getgrnam(name).gr_gid, path)
         content = decode_source(before, path)
         if params["original_sha256"] and not params["force"]:
             check_original(content, params["edits"], params["original_sha256"], path)
@@ -264,13 +339,31 @@ def run(module):
             result["diff"] = dict(before=content, after=after_content,
                                   before_header="%s (content)" % path, after_header="%s (content)" % path)
         if not module.check_mode:
-            backup_file = _write(module, path, after, before_sha)
+            backup_file = _write(module, path, after, before_sha, file_args)
             if backup_file:
                 result["backup_file"] = backup_file
-
-    file_args = module.load_file_common_arguments(params)
-    result["changed"] = module.set_fs_attributes_if_different(file_args, result["changed"])
+    else:
+        result["changed"] = module.set_fs_attributes_if_different(file_args, False)
     return result
+
+
+def _take_lock(module, lock, lock_path):
+    def try_lock():
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    timeout = module.params["lock_timeout"]
+    try:
+        locked = wait_for_lock(try_lock, timeout, time.monotonic, time.sleep)
+    except PatchError as exc:
+        module.fail_json(msg=to_native(exc))
+    except OSError as exc:
+        module.fail_json(msg="cannot lock %s: %s; nothing was changed" % (lock_path, to_native(exc)))
+    if not locked:
+        module.fail_json(msg=lock_timeout_message(lock_path, timeout, module.params["path"]))
 
 
 def main():
@@ -288,6 +381,7 @@ def main():
             force=dict(type="bool", default=False),
             validate=dict(type="str"),
             backup=dict(type="bool", default=False),
+            lock_timeout=dict(type="int", default=300),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -298,7 +392,7 @@ def main():
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot open the lock file %s: %s" % (lock_path, to_native(exc)))
     with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        _take_lock(module, lock, lock_path)
         result = run(module)
     module.exit_json(**result)
 
