@@ -2,11 +2,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """serving_benchmark's power sampler on a real GPU: idle, then under a bf16 matmul load, through NVML and nvidia-smi.
 
-Both sampler paths of plugins/module_utils/serving_benchmark.py (``nvml_source`` and ``nvidia_smi_source``,
-each read by a ``PowerSampler`` as the module does) sample side by side over the same seconds: first with the
-GPUs idle, then while a torch bf16 matmul loop runs on GPU 0 in a subprocess. The script prints, per path and
-phase, the sampler's own summary: mean and max watts, the power limit and the mean as a fraction of it; and a
-once-a-second trace of GPU 0 through NVML from idle into the load and back, so the rise is visible.
+Both paths of the one power reader, plugins/module_utils/gpu_power.py (``nvml_source`` and ``nvidia_smi_source``,
+each read by the ``PowerSampler`` of serving_benchmark_power.py as the module does), sample side by side over the
+same seconds: first with the GPUs idle, then while a torch bf16 matmul loop runs on GPU 0 in a subprocess. The
+script prints, per path and phase, the sampler's own summary: mean and max watts, the power limit and the mean as
+a fraction of it; and a once-a-second trace of GPU 0 through NVML from idle into the load and back, so the rise is
+visible.
 
 It only reads the GPU's settings and never changes them (no nvidia-smi -pm/-pl/-r/-lgc).
 Needs: the GPU host's Python with torch (CUDA) and nvidia-ml-py; nvidia-smi on PATH. Ansible is not needed:
@@ -55,22 +56,23 @@ print(json.dumps({"device": torch.cuda.get_device_name(0), "torch": torch.__vers
 
 
 def import_module_utils(collections):
+    """(gpu_power, serving_benchmark_power): the reader and the sampler, as the module imports them."""
     if collections is None:
         collections = Path(tempfile.mkdtemp(prefix="sm120-collections-"))
         (collections / "ansible_collections" / "sm120").mkdir(parents=True)
         (collections / "ansible_collections" / "sm120" / "sglang").symlink_to(REPO)
     sys.path.insert(0, str(collections))
-    from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark
-    return serving_benchmark
+    from ansible_collections.sm120.sglang.plugins.module_utils import gpu_power, serving_benchmark_power
+    return gpu_power, serving_benchmark_power
 
 
 class Trace:
     """GPU 0 every 0.25 s over the whole run (NVML, as the module picks it), for the idle-to-load picture."""
 
-    def __init__(self, sb, nvidia_smi):
+    def __init__(self, reader, nvidia_smi):
         self.points = []
         self._stop = threading.Event()
-        self.source = sb.open_power_source(nvidia_smi)
+        self.source = reader.open_power_source(nvidia_smi)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.t0 = time.perf_counter()
 
@@ -89,19 +91,20 @@ class Trace:
         self.source.close()
 
 
-def open_samplers(sb, interval, nvidia_smi):
+def open_samplers(modules, interval, nvidia_smi):
     """One PowerSampler per path, each on its own freshly opened source (stop() closes the source)."""
+    reader, sampling = modules
     samplers, reasons = {}, {}
-    for name, opener in (("nvml", sb.nvml_source), ("nvidia-smi", lambda: sb.nvidia_smi_source(nvidia_smi))):
+    for name, opener in (("nvml", reader.nvml_source), ("nvidia-smi", lambda: reader.nvidia_smi_source(nvidia_smi))):
         try:
-            samplers[name] = sb.PowerSampler(opener(), interval)
-        except sb.PowerSourceUnavailable as exc:
+            samplers[name] = sampling.PowerSampler(opener(), interval)
+        except reader.PowerSourceUnavailable as exc:
             reasons[name] = str(exc)
     return samplers, reasons
 
 
-def sample_for(sb, interval, nvidia_smi, seconds, marks, phase, trace):
-    samplers, reasons = open_samplers(sb, interval, nvidia_smi)
+def sample_for(modules, interval, nvidia_smi, seconds, marks, phase, trace):
+    samplers, reasons = open_samplers(modules, interval, nvidia_smi)
     started = time.perf_counter()
     for sampler in samplers.values():
         sampler.start()
@@ -130,14 +133,15 @@ def main():
     parser.add_argument("--json", type=Path, help="also write every figure here")
     args = parser.parse_args()
 
-    sb = import_module_utils(args.collections)
-    trace = Trace(sb, args.nvidia_smi)
+    modules = import_module_utils(args.collections)
+    trace = Trace(modules[0], args.nvidia_smi)
     trace.start()
     marks = []
     results = {"interval_s": args.interval, "phases": {}}
     load = None
     try:
-        results["phases"]["idle"] = sample_for(sb, args.interval, args.nvidia_smi, args.idle_s, marks, "idle", trace)
+        results["phases"]["idle"] = sample_for(modules, args.interval, args.nvidia_smi, args.idle_s, marks, "idle",
+                                               trace)
 
         load = subprocess.Popen([sys.executable, "-c", LOAD, str(args.size), str(args.load_s)],
                                 stdout=subprocess.PIPE, text=True)
@@ -147,7 +151,7 @@ def main():
             raise SystemExit("the load did not start: %r (exit %s)" % (ready, load.poll()))
         marks.append((time.perf_counter() - trace.t0, "load running"))
         # Sample while the loop runs, stopping a second before it ends so no sample falls after it.
-        results["phases"]["load"] = sample_for(sb, args.interval, args.nvidia_smi, max(args.load_s - 1.0, 1.0),
+        results["phases"]["load"] = sample_for(modules, args.interval, args.nvidia_smi, max(args.load_s - 1.0, 1.0),
                                                marks, "load", trace)
         rest = load.stdout.read()
         load.wait(60)
@@ -160,7 +164,8 @@ def main():
             load.wait()
         trace.stop()
 
-    print("power sampler of plugins/module_utils/serving_benchmark.py, interval %.2f s" % args.interval)
+    print("power sampler of plugins/module_utils/serving_benchmark_power.py over gpu_power.py, interval %.2f s"
+          % args.interval)
     print("load: %s" % json.dumps(results["load"]))
     print()
     print("| path | phase | samples | errors | GPU | mean W | max W | limit W | mean / limit |")

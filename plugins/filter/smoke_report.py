@@ -14,15 +14,16 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_report import (
     ReportError,
     smoke_fleet_markdown,
     smoke_report_markdown,
-    smoke_report_svg,
 )
+from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_report_svg import smoke_report_svg
+from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import ThresholdError
 
 
 def _filter(render):
     def run_filter(value):
         try:
             return render(value)
-        except ReportError as exc:
+        except (ReportError, ThresholdError) as exc:
             raise AnsibleFilterError(str(exc))
 
     run_filter.__name__ = render.__name__

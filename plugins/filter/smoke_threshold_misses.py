@@ -10,7 +10,13 @@ version_added: "0.1.0"
 description:
   - Compares a result of M(sm120.sglang.serving_benchmark) with the smoke test's thresholds and returns one message per
     miss, naming the measured figure, the threshold and its variable. An empty list means the result passes.
-  - A threshold set to V(null) is not checked; GPU power is checked only when it was sampled.
+  - A threshold set to V(null) or empty is not checked; one set to anything but a number fails the filter, naming it.
+  - GPU power is checked only when it was sampled. A GPU's fraction of its limit is the result's
+    C(mean_fraction_of_limit), or C(mean_w) divided by C(limit_w) where the entry has none; the threshold applies to
+    the mean over the GPUs.
+  - A result that completed requests but carries no output throughput misses C(min_output_tok_s).
+  - The figures named here are the figures P(sm120.sglang.smoke_report_markdown#filter) and
+    P(sm120.sglang.smoke_fleet_markdown#filter) mark, decided by the same code.
 positional: thresholds
 options:
   _input:
@@ -34,9 +40,19 @@ _value:
   elements: str
 """
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import threshold_misses
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import ThresholdError, threshold_misses
+
+
+def smoke_threshold_misses(result, thresholds):
+    """One message per missed threshold, each naming the figure and the threshold."""
+    try:
+        return threshold_misses(result, thresholds)
+    except ThresholdError as exc:
+        raise AnsibleFilterError(str(exc))
 
 
 class FilterModule:
     def filters(self):
-        return {"smoke_threshold_misses": threshold_misses}
+        return {"smoke_threshold_misses": smoke_threshold_misses}

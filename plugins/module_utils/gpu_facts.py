@@ -4,13 +4,25 @@
 
 Pure functions: they take text (or an NVML binding) and return plain data, so the
 unit tests call them with real captures and no Ansible. The module
-``sm120.sglang.gpu_facts`` runs the commands and hands their output here.
+``sm120.sglang.gpu_facts`` runs the commands and hands their output here. How
+power draw and limits are read, from either, is gpu_power's, which
+serving_benchmark's sampler reads them through too.
 """
 
 from __future__ import annotations
 
 import csv
 import re
+
+from ansible_collections.sm120.sglang.plugins.module_utils.gpu_power import (
+    nvidia_smi_query_argv,
+    nvml_power_default_limit_w,
+    nvml_power_draw_w,
+    nvml_power_limit_range_w,
+    nvml_power_limit_w,
+    parse_watts,
+    unavailable,
+)
 
 MIB = 1024 * 1024
 
@@ -31,11 +43,11 @@ _QUERY_GPU_COLUMNS = {
     "driver_version": ("driver_version", str),
     "memory.total": ("memory_total_mib", int),
     "memory.used": ("memory_used_mib", int),
-    "power.draw": ("power_draw_w", float),
-    "power.limit": ("power_limit_w", float),
-    "power.default_limit": ("power_default_limit_w", float),
-    "power.min_limit": ("power_min_limit_w", float),
-    "power.max_limit": ("power_max_limit_w", float),
+    "power.draw": ("power_draw_w", parse_watts),
+    "power.limit": ("power_limit_w", parse_watts),
+    "power.default_limit": ("power_default_limit_w", parse_watts),
+    "power.min_limit": ("power_min_limit_w", parse_watts),
+    "power.max_limit": ("power_max_limit_w", parse_watts),
     "persistence_mode": ("persistence_mode", _enabled_to_bool),
 }
 
@@ -73,17 +85,12 @@ _GPU_LABEL = re.compile(r"GPU\d+")
 
 def query_gpu_argv(nvidia_smi, fields=QUERY_GPU_FIELDS):
     """The nvidia-smi command line that prints one CSV row per GPU."""
-    return [nvidia_smi, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+    return nvidia_smi_query_argv(nvidia_smi, fields)
 
 
 def topology_argv(nvidia_smi):
     """The nvidia-smi command line that prints the GPU link matrix."""
     return [nvidia_smi, "topo", "-m"]
-
-
-def _missing(value):
-    # nvidia-smi prints "[N/A]", "[Not Supported]", "[Unknown Error]" ... for what it cannot read.
-    return value in ("", "N/A") or (value.startswith("[") and value.endswith("]"))
 
 
 def parse_query_gpu_csv(text, fields=QUERY_GPU_FIELDS):
@@ -103,7 +110,7 @@ def parse_query_gpu_csv(text, fields=QUERY_GPU_FIELDS):
             key, convert = _QUERY_GPU_COLUMNS[field]
             value = raw.strip()
             try:
-                gpu[key] = None if _missing(value) else convert(value)
+                gpu[key] = None if unavailable(value) else convert(value)
             except ValueError as exc:
                 raise ValueError("column %s: %s" % (field, exc)) from exc
         gpus.append(gpu)
@@ -115,8 +122,8 @@ def parse_smi_banner(text):
     driver = re.search(r"Driver Version:\s*(\S+)", text)
     cuda = re.search(r"CUDA Version:\s*(\S+)", text)
     return (
-        driver.group(1) if driver and not _missing(driver.group(1)) else None,
-        cuda.group(1) if cuda and not _missing(cuda.group(1)) else None,
+        driver.group(1) if driver and not unavailable(driver.group(1)) else None,
+        cuda.group(1) if cuda and not unavailable(cuda.group(1)) else None,
     )
 
 
@@ -176,7 +183,7 @@ def parse_topology(text):
         matrix[cells[0]] = {peer: links[peer] for peer in gpus if peer != cells[0] and peer in links}
         # nvidia-smi pads before "GPU NUMA ID" with an extra tab: skip empty cells.
         values = [cell for cell in cells[1 + len(devices):] if cell]
-        affinity[cells[0]] = {key: (None if _missing(value) else value) for key, value in zip(affinity_keys, values)}
+        affinity[cells[0]] = {key: (None if unavailable(value) else value) for key, value in zip(affinity_keys, values)}
     return {"matrix": matrix, "affinity": affinity}
 
 
@@ -214,8 +221,9 @@ def _nvml_memory(nvml, handle):
     return nvml.nvmlDeviceGetMemoryInfo(handle, version=version)
 
 
-def _watts(milliwatts):
-    return round(milliwatts / 1000.0, 2)
+def _as_nvidia_smi_prints(watts):
+    # Facts are the same figures whichever tool read them: nvidia-smi prints watts to two decimals.
+    return round(watts, 2)
 
 
 # fact key -> how to read it from NVML for one device handle.
@@ -223,11 +231,11 @@ _NVML_READERS = {
     "compute_capability": lambda nvml, handle: "%d.%d" % tuple(nvml.nvmlDeviceGetCudaComputeCapability(handle)),
     "memory_total_mib": lambda nvml, handle: _nvml_memory(nvml, handle).total // MIB,
     "memory_used_mib": lambda nvml, handle: _nvml_memory(nvml, handle).used // MIB,
-    "power_draw_w": lambda nvml, handle: _watts(nvml.nvmlDeviceGetPowerUsage(handle)),
-    "power_limit_w": lambda nvml, handle: _watts(nvml.nvmlDeviceGetPowerManagementLimit(handle)),
-    "power_default_limit_w": lambda nvml, handle: _watts(nvml.nvmlDeviceGetPowerManagementDefaultLimit(handle)),
-    "power_min_limit_w": lambda nvml, handle: _watts(nvml.nvmlDeviceGetPowerManagementLimitConstraints(handle)[0]),
-    "power_max_limit_w": lambda nvml, handle: _watts(nvml.nvmlDeviceGetPowerManagementLimitConstraints(handle)[1]),
+    "power_draw_w": lambda nvml, handle: _as_nvidia_smi_prints(nvml_power_draw_w(nvml, handle)),
+    "power_limit_w": lambda nvml, handle: _as_nvidia_smi_prints(nvml_power_limit_w(nvml, handle)),
+    "power_default_limit_w": lambda nvml, handle: _as_nvidia_smi_prints(nvml_power_default_limit_w(nvml, handle)),
+    "power_min_limit_w": lambda nvml, handle: _as_nvidia_smi_prints(nvml_power_limit_range_w(nvml, handle)[0]),
+    "power_max_limit_w": lambda nvml, handle: _as_nvidia_smi_prints(nvml_power_limit_range_w(nvml, handle)[1]),
     "persistence_mode": lambda nvml, handle: nvml.nvmlDeviceGetPersistenceMode(handle) == nvml.NVML_FEATURE_ENABLED,
 }
 

@@ -397,9 +397,9 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark import (
     BenchmarkError,
     BenchmarkPlan,
-    PowerPlan,
     run_benchmark,
 )
+from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_power import PowerPlan
 
 
 def main():

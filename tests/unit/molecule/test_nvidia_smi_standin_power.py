@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark
+from ansible_collections.sm120.sglang.plugins.module_utils import gpu_power
 from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark import (
     BenchmarkPlan,
     PowerPlan,
@@ -144,7 +144,7 @@ def nvidia_smi_on_path(tmp_path, monkeypatch):
     monkeypatch.setenv("NVIDIA_SMI_STANDIN_CAPTURES", str(CAPTURES))
     monkeypatch.setenv("NVIDIA_SMI_STANDIN_FIXTURE", FIXTURE)
     # NVML would win over nvidia-smi where pynvml is installed; there is no GPU behind it here.
-    monkeypatch.setattr(serving_benchmark, "_import_pynvml", lambda: None)
+    monkeypatch.setattr(gpu_power, "_import_pynvml", lambda: None)
 
     def use(power_file):
         monkeypatch.setenv("NVIDIA_SMI_STANDIN_POWER_FILE", str(power_file))

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, sm120.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The request driver against real HTTP servers on 127.0.0.1, the statistics, and the power sampling.
+"""Whole runs against real HTTP servers on 127.0.0.1, the plan, the prompts and the statistics.
 
 Timing assertions are lower bounds the servers' own sleeps guarantee, or generous
 upper bounds: these tests must pass on a loaded two-core machine.
@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import socket
-import stat
 import threading
 import time
-import types
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark as sb
+from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_power import PowerPlan
 
 
 # ---------------------------------------------------------------- a streaming server to test against
@@ -152,7 +151,7 @@ def plan_for(url, **overrides):
     return sb.BenchmarkPlan(**values)
 
 
-NO_POWER = sb.PowerPlan(enabled=False)
+NO_POWER = PowerPlan(enabled=False)
 
 
 # ---------------------------------------------------------------- runs against the servers
@@ -283,62 +282,7 @@ def test_server_that_stops_streaming_fails_within_the_timeout():
     assert "warm-up against %s/v1/completions did not finish" % server.url in str(failure.value)
 
 
-# ---------------------------------------------------------------- the stream parser alone
-
-class _Blocks:
-    """Stands in for an HTTP response that delivers these blocks, one per read1()."""
-
-    def __init__(self, blocks):
-        self.blocks = list(blocks)
-
-    def read1(self, size):
-        return self.blocks.pop(0) if self.blocks else b""
-
-
-class _Socket:
-    def settimeout(self, seconds):
-        assert seconds > 0
-
-
-def _read(blocks):
-    outcome = sb.Outcome(started=time.perf_counter(), finished=0.0)
-    sb.read_event_stream(_Blocks(blocks), _Socket(), time.perf_counter() + 30, outcome)
-    return outcome
-
-
-def test_events_split_anywhere_across_reads():
-    stream = (b': keep-alive\r\n\r\ndata: {"choices":[{"text":"a"}]}\r\n\r\n'
-              b'data:{"choices":[{"text":""}]}\n\n'
-              b'data: {"choices":[{"delta":{"reasoning_content":"b"}}]}\n\n'
-              b'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}\n\ndata: [DONE]\n\n')
-    for size in (1, 7, 64, len(stream)):
-        outcome = _read(stream[i:i + size] for i in range(0, len(stream), size))
-        assert len(outcome.token_times) == 2
-        assert (outcome.prompt_tokens, outcome.completion_tokens) == (7, 2)
-        assert outcome.first_token == outcome.token_times[0] and outcome.finished >= outcome.first_token
-
-
-@pytest.mark.parametrize("stream, complaint", [
-    (b'data: {"choices":[{"text":"a"}]}\n\n', "without data: [DONE]"),
-    (b'data: {"choices":[{"text":\n\n', "invalid JSON"),
-    (b'data: {"error":{"message":"kv cache full"}}\n\ndata: [DONE]\n\n', "kv cache full"),
-])
-def test_broken_streams_fail_the_request(stream, complaint):
-    with pytest.raises(sb.RequestFailed, match=complaint.replace("[", r"\[").replace("]", r"\]")):
-        _read([stream])
-
-
-# ---------------------------------------------------------------- plan, prompt and request
-
-@pytest.mark.parametrize("url, endpoint, expected", [
-    ("http://127.0.0.1:30000", "completions", "http://127.0.0.1:30000/v1/completions"),
-    ("http://127.0.0.1:30000/v1/", "chat", "http://127.0.0.1:30000/v1/chat/completions"),
-    ("https://models.example.com/glm", "completions", "https://models.example.com:443/glm/v1/completions"),
-    ("http://[::1]:8000", "chat", "http://[::1]:8000/v1/chat/completions"),
-])
-def test_target_url(url, endpoint, expected):
-    assert sb.parse_target(url, endpoint).url == expected
-
+# ---------------------------------------------------------------- plan and prompt
 
 @pytest.mark.parametrize("overrides, complaint", [
     (dict(url="127.0.0.1:30000"), "url must be an http"),
@@ -357,7 +301,7 @@ def test_plans_that_cannot_work_are_refused(overrides, complaint):
 
 def test_power_interval_must_be_positive():
     with pytest.raises(ValueError, match="power_interval"):
-        sb.run_benchmark(plan_for("http://127.0.0.1:1"), sb.PowerPlan(interval=0))
+        sb.run_benchmark(plan_for("http://127.0.0.1:1"), PowerPlan(interval=0))
 
 
 def test_prompt_has_the_requested_number_of_words_and_leads_with_its_tag():
@@ -382,123 +326,3 @@ def test_percentile_edge_cases():
 def test_summaries_are_in_milliseconds_and_null_without_data():
     assert sb.summarize_ms([]) == {"mean": None, "p50": None, "p90": None, "p99": None}
     assert sb.summarize_ms([0.003, 0.001, 0.002]) == {"mean": 2.0, "p50": 2.0, "p90": 2.8, "p99": 2.98}
-
-
-# ---------------------------------------------------------------- power
-
-# Rows as nvidia-smi prints them for --query-gpu=index,power.draw,power.limit
-# --format=csv,noheader,nounits (values from a real H200, driver 580.159.04);
-# GPUs that cannot report a value print [N/A].
-NVIDIA_SMI_ROWS = "0, 116.47, 700.00\n1, [N/A], 600.00\n2, 250.5, [N/A]\n"
-
-
-def test_nvidia_smi_rows_parse_with_n_a_as_none():
-    assert sb.parse_nvidia_smi_power(NVIDIA_SMI_ROWS + "\nNo devices were found\n") == [
-        sb.GpuReading(0, 116.47, 700.0), sb.GpuReading(1, None, 600.0), sb.GpuReading(2, 250.5, None)]
-
-
-def test_power_summary_per_gpu_and_per_token():
-    samples = [[sb.GpuReading(0, 300.0, 600.0), sb.GpuReading(1, None, 600.0)],
-               [sb.GpuReading(0, 500.0, 600.0), sb.GpuReading(1, None, 600.0)]]
-    power = sb.summarize_power("nvml", 0.5, samples, duration_s=10.0, output_tokens=1000)
-    assert power["gpus"] == [
-        {"index": 0, "samples": 2, "mean_w": 400.0, "max_w": 500.0, "limit_w": 600.0,
-         "mean_fraction_of_limit": 0.6667},
-        {"index": 1, "samples": 0, "mean_w": None, "max_w": None, "limit_w": 600.0, "mean_fraction_of_limit": None},
-    ]
-    assert (power["total_mean_w"], power["energy_j"], power["joules_per_output_token"]) == (400.0, 4000.0, 4.0)
-    assert power["reason"] is None and power["samples"] == 2
-
-
-def test_power_summary_without_readings_says_why():
-    power = sb.summarize_power("nvidia-smi", 0.5, [], 10.0, 100, sample_errors=3, last_error="exited with 9")
-    assert power["reason"] == "no power reading succeeded: exited with 9"
-    assert power["energy_j"] is None and power["sample_errors"] == 3
-
-
-def fake_nvidia_smi(tmp_path, rows=NVIDIA_SMI_ROWS, exit_code=0):
-    """A script that stands in for nvidia-smi (and so for the GPUs); it records its arguments."""
-    script = tmp_path / "nvidia-smi"
-    script.write_text("#!/bin/sh\necho \"$@\" > '%s/args'\ncat <<'EOF'\n%sEOF\nexit %d\n" % (tmp_path, rows, exit_code))
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return str(script)
-
-
-@pytest.fixture
-def without_pynvml(monkeypatch):
-    monkeypatch.setattr(sb, "_import_pynvml", lambda: None)
-
-
-def test_sampler_reads_a_fake_nvidia_smi(tmp_path, without_pynvml):
-    source = sb.open_power_source(fake_nvidia_smi(tmp_path))
-    assert source.name == "nvidia-smi"
-    assert (tmp_path / "args").read_text().split() == sb.NVIDIA_SMI_QUERY
-    sampler = sb.PowerSampler(source, 0.01)
-    sampler.start()
-    time.sleep(0.15)
-    sampler.stop()
-    power = sampler.summary(1.0, 100)
-    assert power["samples"] >= 1 and power["sample_errors"] == 0
-    assert [gpu["mean_w"] for gpu in power["gpus"]] == [116.47, None, 250.5]
-    assert power["gpus"][0]["mean_fraction_of_limit"] == round(116.47 / 700, 4)
-    assert power["total_mean_w"] == 366.97
-
-
-def test_no_power_source_gives_both_reasons(tmp_path, without_pynvml):
-    missing = str(tmp_path / "nowhere" / "nvidia-smi")
-    sampler = sb.power_sampler(sb.PowerPlan(nvidia_smi=missing))
-    power = sampler.summary(1.0, 10)
-    assert power["source"] is None and power["gpus"] == []
-    assert "pynvml" in power["reason"] and "nvidia-smi not found at %r" % missing in power["reason"]
-
-
-def test_failing_nvidia_smi_is_not_a_source(tmp_path, without_pynvml):
-    broken = fake_nvidia_smi(tmp_path, rows="NVIDIA-SMI has failed because it couldn't communicate\n",
-                             exit_code=9)
-    with pytest.raises(sb.PowerSourceUnavailable, match="exited with 9: NVIDIA-SMI has failed"):
-        sb.open_power_source(broken)
-
-
-def fake_pynvml(powers_mw, limit_mw=600000):
-    """A stand-in for the pynvml module (and so for the GPUs)."""
-
-    class NVMLError(Exception):
-        pass
-
-    def power_usage(handle):
-        if powers_mw[handle] is None:
-            raise NVMLError("Not Supported")
-        return powers_mw[handle]
-
-    calls = []
-    return types.SimpleNamespace(
-        NVMLError=NVMLError, calls=calls,
-        nvmlInit=lambda: calls.append("init"), nvmlShutdown=lambda: calls.append("shutdown"),
-        nvmlDeviceGetCount=lambda: len(powers_mw), nvmlDeviceGetHandleByIndex=lambda index: index,
-        nvmlDeviceGetPowerUsage=power_usage, nvmlDeviceGetPowerManagementLimit=lambda handle: limit_mw,
-    )
-
-
-def test_nvml_comes_first_when_pynvml_is_there(monkeypatch):
-    nvml = fake_pynvml([450000, None])
-    monkeypatch.setattr(sb, "_import_pynvml", lambda: nvml)
-    source = sb.open_power_source("/nonexistent/nvidia-smi")
-    assert source.name == "nvml"
-    assert source.read() == [sb.GpuReading(0, 450.0, 600.0), sb.GpuReading(1, None, 600.0)]
-    source.close()
-    assert nvml.calls == ["init", "shutdown"]
-
-
-def test_nvml_without_gpus_falls_back_to_nvidia_smi(monkeypatch, tmp_path):
-    monkeypatch.setattr(sb, "_import_pynvml", lambda: fake_pynvml([]))
-    assert sb.open_power_source(fake_nvidia_smi(tmp_path)).name == "nvidia-smi"
-
-
-def test_run_samples_power_during_the_load(tmp_path, without_pynvml):
-    with SseServer(token_delay=0.01) as server:
-        result = sb.run_benchmark(plan_for(server.url, num_requests=4, output_tokens=10),
-                                  sb.PowerPlan(interval=0.02, nvidia_smi=fake_nvidia_smi(tmp_path)))
-    power = result["power"]
-    assert power["source"] == "nvidia-smi" and power["samples"] >= 1
-    assert power["energy_j"] == round(366.97 * result["duration_s"], 1)
-    assert power["joules_per_output_token"] == round(power["energy_j"] / 40, 4)

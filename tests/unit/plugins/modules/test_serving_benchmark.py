@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark as sb
+from ansible_collections.sm120.sglang.plugins.module_utils import gpu_power
 from ansible_collections.sm120.sglang.plugins.modules import serving_benchmark
+from ansible_collections.sm120.sglang.tests.unit.plugins.module_utils.test_gpu_power import fake_nvidia_smi
 from ansible_collections.sm120.sglang.tests.unit.plugins.module_utils.test_serving_benchmark import (
     SseServer,
-    fake_nvidia_smi,
     unused_port,
 )
 from ansible_collections.sm120.sglang.tests.unit.utils import ModuleFail
@@ -29,7 +29,7 @@ POWER_KEYS = {"source", "reason", "interval_s", "samples", "sample_errors", "gpu
 @pytest.fixture(autouse=True)
 def without_pynvml(monkeypatch):
     # The GPUs these tests see are fake nvidia-smi scripts, whatever the test machine has installed.
-    monkeypatch.setattr(sb, "_import_pynvml", lambda: None)
+    monkeypatch.setattr(gpu_power, "_import_pynvml", lambda: None)
 
 
 def args_for(url, **overrides):

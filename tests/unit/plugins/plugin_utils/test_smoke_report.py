@@ -10,22 +10,23 @@ gate live 236 output tok/s at 125 W a GPU, after the canary rolled it back
 from __future__ import annotations
 
 import copy
-import xml.etree.ElementTree as ET
 
 import pytest
 
 from ansible_collections.sm120.sglang.plugins.filter.smoke_report import FilterModule
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_report import (
     ReportError,
-    breached,
     final_result,
-    mean_power_fraction,
     smoke_fleet_markdown,
     smoke_report_markdown,
-    smoke_report_svg,
+)
+from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_report_svg import smoke_report_svg
+from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import (
+    breached,
+    mean_power_fraction,
+    threshold_misses,
 )
 
-SVG = "{http://www.w3.org/2000/svg}"
 GATE = "flashinfer_allreduce_fusion"
 
 
@@ -161,6 +162,28 @@ def test_markdown_marks_the_final_figures_that_miss_their_thresholds():
     assert "# Smoke check: gpu-node-1 — FAIL" in text and "Rolled back" not in text
 
 
+def test_markdown_marks_power_given_as_watts_only_where_the_verdict_names_it():
+    run = copy.deepcopy(RUN)
+    run["measurements"] = run["measurements"][:1]
+    for gpu in run["measurements"][0]["result"]["power"]["gpus"]:
+        del gpu["mean_fraction_of_limit"]
+    result = final_result(run)
+    assert any("smoke_test_min_power_fraction" in miss for miss in threshold_misses(result, run["thresholds"]))
+    text = smoke_report_markdown(run)
+    assert _rows(text, "0 ")[0][4] == "**0.21** ✗"
+    assert _rows(text, "mean")[0][4] == "**0.21** ✗"
+    assert _rows(smoke_fleet_markdown([run]), "gpu-node-1")[0][4] == "**0.21** ✗"
+
+
+def test_only_the_gpus_below_the_power_threshold_are_marked_in_their_own_cells():
+    run = copy.deepcopy(RUN)
+    gpus = run["measurements"][-1]["result"]["power"]["gpus"]
+    gpus[3].update(mean_w=120.0, mean_fraction_of_limit=0.2)
+    text = smoke_report_markdown(run)
+    assert [row[4] for row in _rows(text, "3 ")] == ["0.21", "**0.20** ✗"]
+    assert _rows(text, "mean")[1][4] == "0.72"  # the mean passes, unmarked
+
+
 def test_markdown_says_n_a_where_figures_are_missing():
     run = {
         "host": "gpu-node-2",
@@ -200,60 +223,6 @@ def test_markdown_text_cannot_break_the_tables_or_inject_html():
     assert "- x \\<img src=y\\> \\| \\`z\\`" in text
     assert "Patches live now: ``odd`gate``" in text
     assert "<" not in text.replace("\\<", "")
-
-
-# ------------------------------------------------------------------ SVG
-
-def _svg(text):
-    root = ET.fromstring(text)
-    assert root.tag == SVG + "svg"
-    return root, ["".join(node.itertext()) for node in root.iter(SVG + "text")]
-
-
-def test_svg_is_valid_and_titled_with_host_time_and_verdict():
-    root, texts = _svg(smoke_report_svg(RUN))
-    title = "Smoke check gpu-node-1, 20261129T112632Z: REGRESSION ROLLED BACK"
-    assert root.find(SVG + "title").text == title and texts[0] == title
-    assert root.get("aria-label") == title
-    assert "Output tokens/s" in texts and "GPU mean power / power limit, per GPU" in texts
-    assert "1. with new patches: flashinfer_allreduce_fusion" in texts
-    assert "2. after rolling back flashinfer_allreduce_fusion" in texts
-
-
-def test_svg_draws_throughput_per_measurement_and_power_per_gpu_and_measurement():
-    root, texts = _svg(smoke_report_svg(RUN))
-    tips = [rect.find(SVG + "title").text for rect in root.iter(SVG + "rect") if rect.find(SVG + "title") is not None]
-    assert tips[:2] == ["with new patches: flashinfer_allreduce_fusion: 236.0 output tok/s",
-                        "after rolling back flashinfer_allreduce_fusion: 3,740.0 output tok/s"]
-    power = tips[2:]
-    assert len(power) == 16
-    assert power[0] == "GPU 0, with new patches: flashinfer_allreduce_fusion: 0.21 of the limit"
-    assert power[1] == "GPU 0, after rolling back flashinfer_allreduce_fusion: 0.80 of the limit"
-    assert ["GPU %d" % i for i in range(8)] == [t for t in texts if t.startswith("GPU ") and len(t) == 5]
-    assert "minimum 3,000" in texts and "minimum 0.30" in texts
-    # The collapsed bar is about 236/3740 the height of the healthy one.
-    bars = [rect for rect in root.iter(SVG + "rect") if rect.find(SVG + "title") is not None]
-    assert float(bars[0].get("height")) / float(bars[1].get("height")) == pytest.approx(236 / 3740, rel=0.01)
-
-
-def test_svg_escapes_text_and_copes_with_missing_figures():
-    run = {"host": "<gpu & co>", "started_at": None,
-           "measurements": [{"label": "\"quoted\" & <tagged>", "result": {
-               "output_tokens_per_s": None,
-               "power": {"source": None, "reason": "sample_power is false", "gpus": []}}}],
-           "verdict": {"status": "warn"}}
-    root, texts = _svg(smoke_report_svg(run))
-    assert texts[0] == "Smoke check <gpu & co>, n/a: WARN"
-    assert "1. \"quoted\" & <tagged>" in texts
-    assert "n/a" in texts and "no power figures" in texts and "sample_power is false" in texts
-    root, texts = _svg(smoke_report_svg({}))
-    assert "no measurements" in texts
-    # A measurement without power among others with it: named once under the GPUs, not as n/a on each bar.
-    run = copy.deepcopy(RUN)
-    run["measurements"].append({"label": "no power", "result": {
-        "output_tokens_per_s": 3700.0, "power": {"source": None, "reason": "sample_power is false", "gpus": []}}})
-    _root, texts = _svg(smoke_report_svg(run))
-    assert "no power figures for 3 (sample_power is false)" in texts and "n/a" not in texts
 
 
 # ------------------------------------------------------------------ Markdown, the fleet
@@ -296,3 +265,10 @@ def test_the_filters_render_and_turn_bad_input_into_filter_errors():
     assert filters["smoke_fleet_markdown"]([RUN]) == smoke_fleet_markdown([RUN])
     with pytest.raises(AnsibleFilterError, match="must be a dict"):
         filters["smoke_report_svg"]("gpu-node-1")
+    # A threshold the verdict refuses, the reports refuse too.
+    garbled = dict(RUN, thresholds=dict(RUN["thresholds"], min_power_fraction="high"))
+    for name in ("smoke_report_markdown", "smoke_report_svg"):
+        with pytest.raises(AnsibleFilterError, match="smoke_test_min_power_fraction"):
+            filters[name](garbled)
+    with pytest.raises(AnsibleFilterError, match="smoke_test_min_power_fraction"):
+        filters["smoke_fleet_markdown"]([garbled])

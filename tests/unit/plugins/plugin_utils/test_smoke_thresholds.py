@@ -3,8 +3,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ansible_collections.sm120.sglang.plugins.filter.smoke_threshold_misses import FilterModule
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import (
+    Check,
+    ThresholdError,
+    breached,
+    low_power_gpus,
     mean_power_fraction,
+    threshold_checks,
     threshold_misses,
 )
 
@@ -49,3 +57,111 @@ def test_unsampled_power_and_unset_thresholds_are_not_checked():
     assert mean_power_fraction(unsampled) is None
     assert threshold_misses(unsampled, THRESHOLDS) == []
     assert threshold_misses(result(output=1.0), {"min_output_tok_s": None}) == []
+
+
+# ------------------------------------------------------------------ one decider for the verdict and the reports
+
+def without_fractions(gpus_result):
+    """The result with each GPU's power given as watts only, as an entry without mean_fraction_of_limit has it."""
+    stripped = dict(gpus_result)
+    stripped["power"] = {"gpus": [{key: value for key, value in gpu.items() if key != "mean_fraction_of_limit"}
+                                  for gpu in gpus_result["power"]["gpus"]]}
+    return stripped
+
+
+def named_variables(misses):
+    return {variable for variable in ("smoke_test_min_output_tok_s", "smoke_test_max_ttft_p99_ms",
+                                      "smoke_test_min_power_fraction") if any(variable in miss for miss in misses)}
+
+
+FIGURE_VARIABLES = {"output_tokens_per_s": "smoke_test_min_output_tok_s", "ttft_p99_ms": "smoke_test_max_ttft_p99_ms",
+                    "power_fraction": "smoke_test_min_power_fraction"}
+
+
+def test_gpu_power_without_a_precomputed_fraction_is_a_miss_for_the_verdict_as_for_the_report():
+    # Healthy throughput and latency; 8 GPUs at 125 of 600 W given as watts only. Before there was one decider,
+    # the report computed 0.21 from the watts and marked it while the verdict skipped the GPUs and passed.
+    collapsed = without_fractions(result(watts=125.0))
+    assert breached(collapsed, THRESHOLDS) == {"power_fraction"}
+    misses = threshold_misses(collapsed, THRESHOLDS)
+    assert len(misses) == 1
+    assert misses[0].startswith("GPU power under load is 0.21 of the limit on average, below the threshold 0.30 "
+                                "(smoke_test_min_power_fraction)")
+    assert mean_power_fraction(collapsed) == pytest.approx(125 / 600)
+    assert threshold_misses(without_fractions(result(watts=250.0)), THRESHOLDS) == []
+
+
+@pytest.mark.parametrize("case", [
+    result(),
+    result(output=236.0, watts=125.0),
+    result(ttft_p99=25000.0),
+    without_fractions(result(watts=125.0)),
+    without_fractions(result(output=236.0, watts=250.0)),
+    dict(result(), output_tokens_per_s="236.0", ttft_ms={"p99": "25000"}),
+    dict(result(), power={"gpus": [{"index": 0, "mean_w": 125.0, "limit_w": 600.0, "mean_fraction_of_limit": "0.2"},
+                                   {"index": 1, "mean_w": None, "limit_w": 600.0, "mean_fraction_of_limit": None}]}),
+    dict(result(), power={"source": None, "reason": "sample_power is false", "gpus": []}),
+    dict(result(), ttft_ms={"p99": None}),
+], ids=["healthy", "collapse", "slow-first-token", "watts-only-collapse", "watts-only-healthy-power",
+        "figures-as-strings", "fraction-as-string-and-unknown-gpu", "power-not-sampled", "no-ttft"])
+@pytest.mark.parametrize("thresholds", [
+    THRESHOLDS,
+    {"min_output_tok_s": "3000", "max_ttft_p99_ms": "", "min_power_fraction": "0.3"},
+    {"min_output_tok_s": None, "max_ttft_p99_ms": 20000, "min_power_fraction": None},
+], ids=["numbers", "strings-from-extra-vars", "some-off"])
+def test_the_verdict_names_exactly_the_figures_the_report_marks(case, thresholds):
+    marked = {FIGURE_VARIABLES[figure] for figure in breached(case, thresholds)}
+    assert named_variables(threshold_misses(case, thresholds)) == marked
+
+
+def test_checks_name_figure_value_threshold_and_variable_in_a_fixed_order():
+    checks = threshold_checks(without_fractions(result(output=236.0, watts=125.0)), THRESHOLDS)
+    assert [check.figure for check in checks] == ["output_tokens_per_s", "ttft_p99_ms", "power_fraction"]
+    assert checks[0] == Check("output_tokens_per_s", 236.0, 3000.0, "smoke_test_min_output_tok_s", True)
+    assert checks[1] == Check("ttft_p99_ms", 900.0, 20000.0, "smoke_test_max_ttft_p99_ms", False)
+    assert checks[2].value == pytest.approx(125 / 600) and checks[2].missed is True
+    assert threshold_checks(result(), {"min_output_tok_s": None}) == []
+    assert threshold_checks(result(), None) == [] and breached(result(), None) == set()
+
+
+def test_a_figure_on_its_threshold_passes():
+    assert breached(result(output=3000.0, ttft_p99=20000.0, watts=180.0), THRESHOLDS) == set()
+
+
+def test_completed_requests_without_a_throughput_figure_miss_the_minimum_and_say_so():
+    missing = dict(result(), output_tokens_per_s=None)
+    assert breached(missing, THRESHOLDS) == {"output_tokens_per_s"}
+    assert threshold_misses(missing, THRESHOLDS) == [
+        "Output throughput is missing from a result with 256 completed requests; the threshold is 3000.0 tok/s "
+        "(smoke_test_min_output_tok_s)."]
+    # Without completed requests there is nothing to measure, and nothing is marked: the verdict says why.
+    assert breached({"output_tokens_per_s": None}, THRESHOLDS) == set()
+
+
+@pytest.mark.parametrize("bad", ["fast", True, [3000]])
+def test_a_threshold_that_is_not_a_number_is_an_error_naming_its_variable(bad):
+    thresholds = dict(THRESHOLDS, min_output_tok_s=bad)
+    with pytest.raises(ThresholdError, match=r"smoke_test_min_output_tok_s \(min_output_tok_s\) must be a number"):
+        threshold_misses(result(), thresholds)
+    with pytest.raises(ThresholdError, match="smoke_test_min_output_tok_s"):
+        breached(result(), thresholds)
+
+
+def test_each_gpu_below_the_power_threshold_is_named_for_its_own_cell():
+    mixed = dict(result(), power={"gpus": [{"index": 0, "mean_w": 120.0, "limit_w": 600.0},
+                                           {"index": 1, "mean_w": 480.0, "limit_w": 600.0,
+                                            "mean_fraction_of_limit": 0.8},
+                                           {"index": 2, "mean_w": None, "limit_w": 600.0}]})
+    assert low_power_gpus(mixed, THRESHOLDS) == {0}
+    assert breached(mixed, THRESHOLDS) == set()  # the mean, 0.5, passes
+    assert low_power_gpus(mixed, {"min_power_fraction": None}) == set()
+
+
+def test_the_filter_is_the_decider_and_turns_a_bad_threshold_into_a_filter_error():
+    from ansible.errors import AnsibleFilterError
+
+    misses = FilterModule().filters()["smoke_threshold_misses"]
+    collapsed = without_fractions(result(watts=125.0))
+    assert misses(collapsed, THRESHOLDS) == threshold_misses(collapsed, THRESHOLDS)
+    with pytest.raises(AnsibleFilterError, match="smoke_test_min_power_fraction"):
+        misses(result(), dict(THRESHOLDS, min_power_fraction="high"))
