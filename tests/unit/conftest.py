@@ -5,12 +5,23 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
-import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+from ansible.plugins.loader import init_plugin_loader
 
-from ansible_collections.sm120.sglang.tests.unit.utils import ModuleExit, ModuleFail
+# Ansible's collection loader must own the ansible_collections package before
+# anything imports it, so that templates calling the collection's filters
+# (sm120.sglang.*) find them in the checkout as ansible-playbook does.
+for _name in [name for name in sys.modules if name == "ansible_collections" or name.startswith("ansible_collections.")]:
+    del sys.modules[_name]
+init_plugin_loader([os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".collections"))])
+
+import pytest  # noqa: E402
+from ansible.module_utils import basic  # noqa: E402
+from ansible.module_utils.testing import patch_module_args  # noqa: E402
+
+from ansible_collections.sm120.sglang.tests.unit.utils import ModuleExit, ModuleFail  # noqa: E402
 
 
 @pytest.fixture

@@ -15,30 +15,38 @@ the collection relies on the way SGLang 0.5.9 does:
   chunk when ``stream_options.include_usage``) and not, generating
   ``max_tokens`` tokens at SGLANG_STANDIN_TOKENS_PER_SECOND per request, and
   stopping earlier at an end-of-sequence unless ``ignore_eos``;
-- with ``--api-key``, everything but ``/health*`` and ``/metrics`` wants
-  ``Authorization: Bearer <key>`` (SGLang's rule, sglang/srt/utils/auth.py).
+- with ``--api-key``, or an ``api-key`` in the ``--config`` file (server
+  arguments as YAML; this stand-in reads the JSON form the service role writes),
+  everything but ``/health*`` and ``/metrics`` wants ``Authorization: Bearer <key>``
+  (SGLang's rule, sglang/srt/utils/auth.py).
 
 SGLANG_STANDIN_FAIL_AT_START=1 makes it exit 1 at once with a message on
 stderr, as a launch that cannot load its model does.
 
-It also plays the regression measured when the FlashInfer allreduce-fusion
-gate (roles/sm120_patches, gate flashinfer_allreduce_fusion) was first tried:
-GLM-5-NVFP4 on 8x RTX PRO 6000 fell from about 3,740 to 236 output tok/s and
-the GPUs to 125 W of 600 W. So the smoke check's canary has something to catch:
+It also plays what the gates of data/sglang_releases.yml do to a real server on
+the GPUs, so that the smoke check's canary has something to measure. Like the
+real server, it runs with the SGLang venv's interpreter and sees only what that
+server would see: the installed SGLang's source, its own command line and its
+environment. A gate is live for it when
 
-- At start, as SGLang imports its code at start, it reads
-  ``sglang/srt/layers/communicator.py`` of the installed SGLang, under the
-  site-packages directory named by SGLANG_STANDIN_SGLANG_PACKAGE_DIR (for example
-  /opt/sglang/lib/python3.11/site-packages). The fusion-gate patch is live when
-  ``apply_flashinfer_allreduce_fusion`` lets SM120 in:
-  ``(_is_sm90_supported or _is_sm100_supported or _is_sm120_supported)``.
-  Unset variable, missing file: not live. stderr says which, and why.
-- Live, each request generates 3740/236 (about 15.9) times slower.
+- flashinfer_allreduce_fusion: the fusion condition of the installed SGLang
+  (layers/communicator.py up to 0.5.20, layers/layer_boundary/residual/add_norm.py
+  from 0.5.21) lets SM120 in, and the command line asks for the fusion
+  (--enable-flashinfer-allreduce-fusion or --flashinfer-allreduce-fusion-backend);
+- custom_allreduce_pcie: should_custom_ar in custom_all_reduce.py lets SM120 in;
+- pcie_ipc_allreduce: SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1 in its environment.
+
+What a live gate does comes from SGLANG_STANDIN_EFFECTS, a JSON object gate ->
+{"speed": factor on tokens/s, "load_w": per-GPU draw under load}; by default
+the fusion gate plays the regression measured when it was first tried
+(GLM-5-NVFP4 on 8x RTX PRO 6000: about 3,740 -> 236 output tok/s, the GPUs at
+125 W of 600 W) and the others change nothing. stderr says what it found, and why.
+
 - It writes the power draw it emulates for each GPU (all alike), in watts, one number, to
   SGLANG_STANDIN_POWER_FILE (default /var/lib/sglang/standin-power-draw, in the
   service's WorkingDirectory, which the service user owns): the load draw while
-  at least one generation request is in flight (480 W, 0.8 of the 600 W limit;
-  125 W with the patch live), the idle draw (60 W) otherwise, at start and at
+  at least one generation request is in flight (480 W, 0.8 of the 600 W limit,
+  or the live gates' draw), the idle draw (60 W) otherwise, at start and at
   exit (SIGTERM, SIGINT). Each write is a temp file in the same directory and os.replace().
 
 How the two stand-ins cooperate: the nvidia-smi stand-in
@@ -57,18 +65,28 @@ Debian does not have).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# Beside this file (the unit runs it as a script, so its directory is on sys.path).
+from sglang_standin_gpu import (
+    DEFAULT_EFFECTS,
+    IDLE_W,
+    POWER_FILE,
+    PowerDraw,
+    effects,
+    live_gates,
+    load_watts,
+    sglang_package_dir,
+    tokens_per_second,
+)
 
 FAIL_AT_START_MESSAGE = "sglang_standin: failing at start on purpose (SGLANG_STANDIN_FAIL_AT_START=1)"
 
@@ -86,149 +104,35 @@ def parse_args(argv):
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--served-model-name")
     parser.add_argument("--api-key")
+    parser.add_argument("--config")
     parser.add_argument("--context-length", type=int)
     parser.add_argument("--standin-warmup", type=float,
                         default=float(os.environ.get("SGLANG_STANDIN_WARMUP", "3")))
     args, ignored = parser.parse_known_args(argv)
+    if args.config:
+        # SGLang merges the file's arguments under the command line's, as --<key> <value>.
+        with open(args.config, encoding="utf-8") as handle:
+            config = json.load(handle)
+        if args.api_key is None:
+            args.api_key = config.get("api-key")
     return args, ignored
 
 
-# ---------------------------------------------------------------------------
-# The fusion gate's measured regression, all in this one place. The FlashInfer allreduce-fusion
-# gate (roles/sm120_patches, gate flashinfer_allreduce_fusion) on GLM-5-NVFP4,
-# 8x RTX PRO 6000, PCIe only, TP 8: output throughput fell from about 3,740 to
-# 236 tok/s and each GPU to 125 W of its 600 W limit, because the TRT-LLM
-# communication kernels behind the fusion are not built for PCIe SM120.
-UNPATCHED_OUTPUT_TOK_S = 3740.0
-FUSION_PATCHED_OUTPUT_TOK_S = 236.0
-FUSION_SLOWDOWN = UNPATCHED_OUTPUT_TOK_S / FUSION_PATCHED_OUTPUT_TOK_S  # about 15.85
-# Per-GPU draw in watts. The article's unpatched run drew only about 250 W, the
-# underfeeding that started the hunt; the stand-in's healthy server draws 0.8 of
-# the limit, so a power-fraction threshold tells healthy from collapsed at once.
-LOAD_W = 480.0
-FUSION_LOAD_W = 125.0
-IDLE_W = 60.0
-
-PACKAGE_DIR_ENV = "SGLANG_STANDIN_SGLANG_PACKAGE_DIR"
-COMMUNICATOR = os.path.join("sglang", "srt", "layers", "communicator.py")
-FUSION_FUNCTION = "apply_flashinfer_allreduce_fusion"
-# The condition after the gate's widen_fusion_condition edit; 0.5.8 to 0.5.9 ship
-# "(_is_sm90_supported or _is_sm100_supported)".
-FUSION_CONDITION_WITH_SM120 = re.compile(
-    r"\(\s*_is_sm90_supported\s+or\s+_is_sm100_supported\s+or\s+_is_sm120_supported\s*\)")
-POWER_FILE = "/var/lib/sglang/standin-power-draw"
-
-
-def function_source(source, name):
-    """The text of a top-level function, from its def to the next top-level statement; None when absent."""
-    start = re.search(r"^def %s\b" % re.escape(name), source, re.M)
-    if not start:
-        return None
-    # The next line that starts in column 0 ends it; comments and the ")" of a long signature do not.
-    end = re.compile(r"^[^\s#)]", re.M).search(source, start.end())
-    return source[start.start():end.start() if end else len(source)]
-
-
-def fusion_gate_live(package_dir):
-    """(live, why): does the installed SGLang let SM120 take the FlashInfer allreduce fusion?"""
-    if not package_dir:
-        return False, "%s is not set" % PACKAGE_DIR_ENV
-    path = os.path.join(package_dir, COMMUNICATOR)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            source = handle.read()
-    except OSError as exc:
-        return False, "cannot read %s: %s" % (path, exc.strerror or exc)
-    body = function_source(source, FUSION_FUNCTION)
-    if body is None:
-        return False, "%s has no %s()" % (path, FUSION_FUNCTION)
-    if FUSION_CONDITION_WITH_SM120.search(body):
-        return True, "%s() in %s includes _is_sm120_supported" % (FUSION_FUNCTION, path)
-    return False, "%s() in %s leaves SM120 out" % (FUSION_FUNCTION, path)
-
-
-def tokens_per_second(fusion_live=False):
-    """The one place the generation rate is decided (per request)."""
-    rate = float(os.environ.get("SGLANG_STANDIN_TOKENS_PER_SECOND", "400"))
-    return rate / FUSION_SLOWDOWN if fusion_live else rate
-
-
-def load_watts(fusion_live):
-    """Per-GPU draw while a request is generating."""
-    return FUSION_LOAD_W if fusion_live else LOAD_W
-
-
-# --------------------------------------------------------------------------- (end of the regression)
-
-
-class PowerDraw:
-    """The per-GPU draw the stand-in emulates, kept in a file for the nvidia-smi stand-in."""
-
-    def __init__(self, path, load_w):
-        self.path = path
-        self.load_w = load_w
-        self.in_flight = 0
-        self.closed = False
-        self.warned = False
-        self.lock = threading.Lock()
-
-    def start(self):
-        with self.lock:
-            self._write(IDLE_W)
-
-    def close(self):
-        with self.lock:
-            self._write(IDLE_W)
-            self.closed = True
-
-    @contextlib.contextmanager
-    def generating(self):
-        with self.lock:
-            self.in_flight += 1
-            if self.in_flight == 1:
-                self._write(self.load_w)
-        try:
-            yield
-        finally:
-            with self.lock:
-                self.in_flight -= 1
-                if self.in_flight == 0:
-                    self._write(IDLE_W)
-
-    def _write(self, watts):
-        # Atomic, so nvidia-smi never reads half a number: a temp file beside the target, then os.replace().
-        if self.closed:
-            return
-        temp = None
-        try:
-            handle, temp = tempfile.mkstemp(prefix=".standin-power-draw.", dir=os.path.dirname(self.path) or ".")
-            with os.fdopen(handle, "w") as stream:
-                stream.write("%.2f\n" % watts)
-            # Readable by whoever runs nvidia-smi, not only the service user.
-            os.chmod(temp, 0o644)
-            os.replace(temp, self.path)
-        except OSError as exc:
-            if temp:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-            if not self.warned:
-                self.warned = True
-                sys.stderr.write("sglang_standin: cannot write the power draw to %s (%s); nvidia-smi keeps its "
-                                 "captured numbers\n" % (self.path, exc))
 
 
 class Standin:
-    def __init__(self, args, fusion_live=False, power_file=POWER_FILE):
+    def __init__(self, args, live=(), chosen=None, power_file=POWER_FILE):
         self.model = args.served_model_name or args.model_path
         self.api_key = args.api_key
         self.context_length = args.context_length or 202752
         self.ready = threading.Event()
         self.created = int(time.time())
-        self.fusion_live = fusion_live
-        self.power = PowerDraw(power_file, load_watts(fusion_live))
+        self.live = sorted(live)
+        self.chosen = chosen or DEFAULT_EFFECTS
+        self.power = PowerDraw(power_file, load_watts(self.live, self.chosen))
 
     def tokens_per_second(self):
-        return tokens_per_second(self.fusion_live)
+        return tokens_per_second(self.live, self.chosen)
 
     def tokens_for(self, body):
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
@@ -400,16 +304,18 @@ def main(argv):
     if not os.path.isdir(args.model_path):
         sys.stderr.write("sglang_standin: --model-path %s is not a directory\n" % args.model_path)
         return 2
-    fusion_live, why = fusion_gate_live(os.environ.get(PACKAGE_DIR_ENV))
-    standin = Standin(args, fusion_live, os.environ.get("SGLANG_STANDIN_POWER_FILE") or POWER_FILE)
+    package_dir = sglang_package_dir()
+    live = live_gates(package_dir, argv, os.environ)
+    standin = Standin(args, live, effects(os.environ), os.environ.get("SGLANG_STANDIN_POWER_FILE") or POWER_FILE)
     Handler.standin = standin
     if ":" in args.host:
         Server.address_family = socket.AF_INET6
     server = Server((args.host, args.port), Handler)
-    sys.stderr.write("sglang_standin: FlashInfer allreduce-fusion gate patch live: %s (%s); emulating %.1f tokens/s "
-                     "per request and %.0f W per GPU under load, %.0f W idle, in %s\n"
-                     % ("yes" if fusion_live else "no", why, standin.tokens_per_second(), standin.power.load_w, IDLE_W,
-                        standin.power.path))
+    sys.stderr.write("sglang_standin: SGLang in %s; live gates: %s; emulating %.1f tokens/s per request and %.0f W "
+                     "per GPU under load, %.0f W idle, in %s\n"
+                     % (package_dir or "(none for this interpreter)",
+                        "; ".join("%s (%s)" % item for item in sorted(live.items())) or "none",
+                        standin.tokens_per_second(), standin.power.load_w, IDLE_W, standin.power.path))
     sys.stderr.write("sglang_standin: standing in for sglang.launch_server, serving %s from %s on %s:%d "
                      "(warm-up %.1f s, %.1f tokens/s per request); ignored flags: %s\n"
                      % (standin.model, args.model_path, args.host, args.port, args.standin_warmup,

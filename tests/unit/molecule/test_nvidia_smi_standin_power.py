@@ -96,8 +96,11 @@ def _free_port():
 
 
 def _site_packages(root, fusion_condition):
+    """An SGLang installed as pip lays it out, reduced to its dist-info and the fusion condition."""
     layers = root / "sglang" / "srt" / "layers"
     layers.mkdir(parents=True)
+    (root / "sglang-0.5.9.dist-info").mkdir()
+    (root / "sglang-0.5.9.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.9\n")
     (layers / "communicator.py").write_text(
         "def apply_flashinfer_allreduce_fusion(batch_size: int):\n"
         "    return (\n        %s\n        and _is_flashinfer_available\n    )\n" % fusion_condition)
@@ -113,10 +116,12 @@ def sglang_standin(tmp_path):
         model.mkdir(parents=True)
         power = tmp_path / name / "standin-power-draw"
         port = _free_port()
+        # The stand-in finds SGLang on its interpreter's path, as the real server imports it.
         env = dict(os.environ, SGLANG_STANDIN_POWER_FILE=str(power), SGLANG_STANDIN_TOKENS_PER_SECOND="400",
-                   SGLANG_STANDIN_SGLANG_PACKAGE_DIR=str(_site_packages(tmp_path / name / "site", fusion_condition)))
+                   PYTHONPATH=str(_site_packages(tmp_path / name / "site", fusion_condition)))
         proc = subprocess.Popen([sys.executable, str(SGLANG), "--model-path", str(model), "--port", str(port),
-                                 "--served-model-name", "glm-5", "--standin-warmup", "0"],
+                                 "--served-model-name", "glm-5", "--standin-warmup", "0",
+                                 "--enable-flashinfer-allreduce-fusion"],
                                 env=env, stderr=subprocess.DEVNULL)
         started.append(proc)
         for _attempt in range(200):

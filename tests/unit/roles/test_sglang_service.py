@@ -12,7 +12,7 @@ gets and the values it sees, not the text.
 
 from __future__ import annotations
 
-import base64
+import json
 import pathlib
 import re
 
@@ -23,6 +23,7 @@ from ansible.template import Templar, trust_as_template
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "sglang_service"
+CONFIG = "/etc/sglang/glm-5-nvfp4.yaml"
 API_KEY = 'k3y with spaces, "quotes", $HOME, 100% and \\ backslash'
 
 
@@ -159,9 +160,13 @@ def _service(templar):
 # ---------------------------------------------------------------- production defaults
 
 PRODUCTION = {"sglang_service_api_key": API_KEY}
+MOE_FLAG = {"--moe-runner-backend": "flashinfer_cutlass"}
 FACTS = {
-    "sm120_patches_live": ["flashinfer_allreduce_fusion", "custom_allreduce_pcie"],
-    "sglang_install_versions": {"sglang": "0.5.9", "flashinfer-python": "0.6.3", "sgl-kernel": "0.3.21"},
+    # What the host holds (sglang_facts) and what the patch play made live (sm120_patches).
+    "sglang_facts": {"version": "0.5.9", "packages": {"sglang": "0.5.9", "flashinfer-python": "0.6.3",
+                                                      "sgl-kernel": "0.3.21", "torch": None}},
+    "sm120_patches_live": ["custom_allreduce_pcie", "moe_runner_sm120"],
+    "sm120_patches_options": {"gates": ["moe_runner_sm120"], "env": {}, "flags": MOE_FLAG},
 }
 
 
@@ -177,9 +182,9 @@ def test_production_argv_is_the_glm5_nvfp4_launch():
         "--mem-fraction-static": ["0.9"],
         "--kv-cache-dtype": ["bf16"],
         "--quantization": ["modelopt_fp4"],
-        "--moe-runner-backend": ["flashinfer_cutlass"],
         "--disable-shared-experts-fusion": [],
-        "--api-key": [API_KEY],
+        "--moe-runner-backend": ["flashinfer_cutlass"],
+        "--config": [CONFIG],
     }
     assert "--context-length" not in argv
 
@@ -199,47 +204,67 @@ def test_production_unit_settings():
     assert _value(_role_vars(PRODUCTION, FACTS), "__sglang_service_unit") == "sglang-glm-5-nvfp4.service"
 
 
-def test_the_api_key_is_in_the_environment_file_and_not_in_the_unit():
-    unit, _service_, env, _argv = _service(_role_vars(PRODUCTION, FACTS))
-    assert "k3y" not in unit
-    assert "--api-key ${SGLANG_API_KEY}" in unit
-    assert env["SGLANG_API_KEY"] == API_KEY
+def test_the_api_key_is_only_in_the_config_file_never_in_the_unit_the_environment_or_a_command_line():
+    templar = _role_vars(PRODUCTION, FACTS)
+    unit, _service_, env, argv = _service(templar)
+    assert "k3y" not in unit and "k3y" not in " ".join(argv) and not any("k3y" in value for value in env.values())
+    assert "--api-key" not in argv
+    config = json.loads(templar.template(trust_as_template("{{ sglang_service_api_key | sm120.sglang.sglang_service_config }}")))
+    assert config == {"api-key": API_KEY}
 
 
-def test_without_a_key_no_key_flag_and_no_key_variable():
-    unit, _service_, env, argv = _service(_role_vars({}, FACTS))
-    assert "--api-key" not in argv and "SGLANG_API_KEY" not in unit
-    assert "SGLANG_API_KEY" not in env
+def test_an_api_key_among_the_extra_flags_is_refused_naming_the_safe_way():
+    templar = _role_vars(dict(PRODUCTION, sglang_service_extra_args={"--api-key": "leaked"}), FACTS)
+    with pytest.raises(Exception, match="would show the key on the server's command line"):
+        _service(templar)
 
 
-def test_environment_records_the_installed_set_and_the_live_patches():
+def test_environment_records_the_installed_set_and_the_live_gates():
     _unit, _service_, env, _argv = _service(_role_vars(PRODUCTION, FACTS))
     assert env["SM120_SGLANG_INSTALL_SET"] == "flashinfer-python==0.6.3,sgl-kernel==0.3.21,sglang==0.5.9"
-    assert env["SM120_PATCHES_LIVE"] == "custom_allreduce_pcie,flashinfer_allreduce_fusion"
+    assert env["SM120_PATCHES_LIVE"] == "custom_allreduce_pcie,moe_runner_sm120"
     assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert env["NCCL_P2P_LEVEL"] == "PHB"
     assert env["NCCL_IB_DISABLE"] == "1"
 
 
-def test_without_the_facts_the_recorded_sets_are_kept():
-    """--tags service alone: no install or patch fact, the file on the host keeps what it recorded."""
-    current = 'SM120_SGLANG_INSTALL_SET="sglang==0.5.9"\nSM120_PATCHES_LIVE=custom_allreduce_pcie\nOTHER=x\n'
-    facts = {"__sglang_service_env_current": {"content": base64.b64encode(current.encode()).decode()}}
-    _unit, _service_, env, _argv = _service(_role_vars(PRODUCTION, facts))
-    assert env["SM120_SGLANG_INSTALL_SET"] == "sglang==0.5.9"
-    assert env["SM120_PATCHES_LIVE"] == "custom_allreduce_pcie"
+def test_an_option_gate_s_environment_and_flag_reach_the_server():
+    facts = dict(FACTS, sglang_facts={"version": "0.5.23", "packages": {"sglang": "0.5.23"}},
+                 sm120_patches_live=["flashinfer_allreduce_fusion", "pcie_ipc_allreduce"],
+                 sm120_patches_options={"gates": ["flashinfer_allreduce_fusion", "pcie_ipc_allreduce"],
+                                        "env": {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"},
+                                        "flags": {"--flashinfer-allreduce-fusion-backend": "auto"}})
+    _unit, _service_, env, argv = _service(_role_vars(PRODUCTION, facts))
+    assert env["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1"
+    assert _options(argv[3:])["--flashinfer-allreduce-fusion-backend"] == ["auto"]
+    assert "--moe-runner-backend" not in argv
 
 
-def test_no_environment_file_and_no_facts_records_empty_sets():
-    _unit, _service_, env, _argv = _service(_role_vars(PRODUCTION))
-    assert env["SM120_SGLANG_INSTALL_SET"] == "" and env["SM120_PATCHES_LIVE"] == ""
+def test_without_the_patch_play_the_host_s_ledger_names_the_live_gates_and_their_options():
+    """--tags service alone: no sm120_patches fact; the ledger on the host says what is live."""
+    facts = {"sglang_facts": FACTS["sglang_facts"],
+             "sglang_state": {"ledger": {"gates": ["custom_allreduce_pcie", "moe_runner_sm120"],
+                                         "options": FACTS["sm120_patches_options"]}}}
+    _unit, _service_, env, argv = _service(_role_vars(PRODUCTION, facts))
+    assert env["SM120_PATCHES_LIVE"] == "custom_allreduce_pcie,moe_runner_sm120"
+    assert _options(argv[3:])["--moe-runner-backend"] == ["flashinfer_cutlass"]
 
 
-def test_the_installed_set_may_be_a_list_or_a_string():
-    for given, recorded in ((["sglang==0.5.9", "torch==2.9.1"], "sglang==0.5.9,torch==2.9.1"),
-                            ("sglang==0.5.9", "sglang==0.5.9")):
-        _unit, _service_, env, _argv = _service(_role_vars(PRODUCTION, {"sglang_install_versions": given}))
-        assert env["SM120_SGLANG_INSTALL_SET"] == recorded
+def test_no_ledger_and_no_facts_records_no_gate():
+    _unit, _service_, env, argv = _service(_role_vars(PRODUCTION, {"sglang_facts": FACTS["sglang_facts"],
+                                                                   "sglang_state": {"ledger": {}}}))
+    assert env["SM120_PATCHES_LIVE"] == "" and "--moe-runner-backend" not in argv
+
+
+def test_a_flag_the_installed_release_renamed_is_written_its_way():
+    inventory = dict(PRODUCTION, sglang_service_extra_args={"--cuda-graph-max-bs": 256,
+                                                            "--enable-flashinfer-allreduce-fusion": True})
+    old = _options(_service(_role_vars(inventory, FACTS))[3][3:])
+    assert old["--cuda-graph-max-bs"] == ["256"] and old["--enable-flashinfer-allreduce-fusion"] == []
+    facts = dict(FACTS, sglang_facts={"version": "0.5.23", "packages": {"sglang": "0.5.23"}})
+    new = _options(_service(_role_vars(inventory, facts))[3][3:])
+    assert new["--cuda-graph-max-bs-decode"] == ["256"] and new["--flashinfer-allreduce-fusion-backend"] == ["auto"]
+    assert "--cuda-graph-max-bs" not in new and "--enable-flashinfer-allreduce-fusion" not in new
 
 
 # ---------------------------------------------------------------- overrides and quoting
@@ -288,7 +313,7 @@ def test_words_systemd_would_change_are_quoted_and_escaped():
 def test_the_check_address_follows_the_listen_address():
     for host, url in (("0.0.0.0", "http://127.0.0.1:30000"), ("::", "http://[::1]:30000"),
                       ("10.1.230.174", "http://10.1.230.174:30000"), ("fd00::5", "http://[fd00::5]:30000")):
-        assert _value(_role_vars({"sglang_service_host": host}), "__sglang_service_url") == url
+        assert _value(_role_vars({"sglang_service_host": host}, FACTS), "__sglang_service_url") == url
 
 
 def test_a_profile_of_the_inventory_names_its_own_unit():
@@ -296,7 +321,7 @@ def test_a_profile_of_the_inventory_names_its_own_unit():
                  "sglang_service_profiles": {"qwen3-small": {"description": "a small model", "tp_size": 1,
                                                              "served_model_name": "qwen3",
                                                              "arguments": {"--trust-remote-code": True}}}}
-    templar = _role_vars(inventory)
+    templar = _role_vars(inventory, {"sglang_facts": FACTS["sglang_facts"]})
     _unit, service, _env, argv = _service(templar)
     assert _value(templar, "__sglang_service_unit") == "sglang-qwen3-small.service"
     assert service["EnvironmentFile"] == "/etc/sglang/qwen3-small.env"
@@ -346,20 +371,3 @@ def test_single_node_has_no_multinode_flags():
 
 # ---------------------------------------------------------------- the role's data
 
-def test_every_default_has_an_argument_spec_and_the_other_way_round():
-    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-    specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
-    assert set(defaults) == set(specs)
-    for name, spec in specs.items():
-        assert name.startswith("sglang_service_")
-        assert spec["default"] == defaults[name], name
-        assert spec.get("description"), name
-
-
-def test_the_profile_flags_are_flags_of_sglang_059():
-    """Names from sglang/srt/server_args.py of the 0.5.9 wheel."""
-    known = {"--model-path", "--served-model-name", "--host", "--port", "--tp-size", "--mem-fraction-static",
-             "--context-length", "--kv-cache-dtype", "--quantization", "--moe-runner-backend",
-             "--disable-shared-experts-fusion", "--nnodes", "--node-rank", "--dist-init-addr", "--api-key"}
-    _unit, _service_, _env, argv = _service(_multinode("gpu-node-02"))
-    assert set(_options(argv[3:])) <= known

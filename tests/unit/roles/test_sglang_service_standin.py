@@ -7,12 +7,12 @@ answers; the role's ExecStartPost check (files/sglang-service-wait-health.py)
 must return once /health says 200 and fail when the server is gone. Both run
 here as the subprocesses systemd would start.
 
-The stand-in also plays the FlashInfer allreduce-fusion gate's measured
-regression when the gate's edits are in the installed SGLang's communicator.py:
-generation about 15.85 times slower (3,740 -> 236 tok/s) and a per-GPU draw of
-125 W instead of 480 W under load, written to its power file. The installed
-SGLang is the real 0.5.9 file from .cache/wheels when it is there, patched with
-the catalog's own edits, so the stand-in is shown to see what the role writes.
+The stand-in also plays the gates: with the FlashInfer allreduce-fusion gate's
+edits in the installed SGLang (here the real 0.5.23 wheel's add_norm.py, patched
+with the release data's own edits) and the fusion asked for on its command line,
+generation is about 15.85 times slower (3,740 -> 236 tok/s) and the per-GPU draw
+125 W instead of 480 W under load. Like the real server it finds the installed
+SGLang through its own interpreter's sys.path (PYTHONPATH here).
 """
 
 from __future__ import annotations
@@ -27,74 +27,42 @@ import stat
 import subprocess
 import sys
 import time
-import zipfile
 
 import pytest
-import yaml
-from packaging.specifiers import SpecifierSet
+
+from ansible_collections.sm120.sglang.plugins.module_utils.source_patch import render
+from ansible_collections.sm120.sglang.plugins.plugin_utils import sglang_releases
+from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-STANDIN = ROOT / "molecule" / "resources" / "standin_server" / "sglang_standin.py"
+STANDIN_DIR = ROOT / "molecule" / "resources" / "standin_server"
+STANDIN = STANDIN_DIR / "sglang_standin.py"
 WAIT = ROOT / "roles" / "sglang_service" / "files" / "sglang-service-wait-health.py"
-CATALOG = ROOT / "roles" / "sm120_patches" / "vars" / "catalog.yml"
-WHEEL = ROOT / ".cache" / "wheels" / "sglang-0.5.9-py3-none-any.whl"
-COMMUNICATOR = "sglang/srt/layers/communicator.py"
 KEY = "test-key"
-
-# Used only where .cache/wheels has no 0.5.9 wheel: the lines of the shipped
-# communicator.py the gate's edits anchor on, in their order.
-COMMUNICATOR_SNIPPET = """from sglang.srt.utils import (
-    is_cuda,
-    is_sm90_supported,
-    is_sm100_supported,
-)
-
-_is_cuda = is_cuda()
-_is_sm90_supported = _is_cuda and is_sm90_supported()
-_is_sm100_supported = _is_cuda and is_sm100_supported()
+FUSION_FLAG = ["--flashinfer-allreduce-fusion-backend", "auto"]
 
 
-def apply_flashinfer_allreduce_fusion(batch_size: int):
-    return (
-        (_is_sm90_supported or _is_sm100_supported)
-        and _is_flashinfer_available
-        and batch_size > 0
-    )
-"""
-
-
-def _load_standin():
-    spec = importlib.util.spec_from_file_location("sglang_standin", STANDIN)
+def _load_standin_gpu():
+    spec = importlib.util.spec_from_file_location("sglang_standin_gpu", STANDIN_DIR / "sglang_standin_gpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _shipped_communicator():
-    if WHEEL.exists():
-        with zipfile.ZipFile(WHEEL) as wheel:
-            return wheel.read(COMMUNICATOR).decode("utf-8")
-    return COMMUNICATOR_SNIPPET
-
-
-def _fusion_gate_edits():
-    with open(CATALOG) as handle:
-        catalog = yaml.safe_load(handle)["__sm120_patches_catalog"]
-    gate = next(gate for gate in catalog["gates"] if gate["id"] == "flashinfer_allreduce_fusion")
-    release = next(release for release in gate["releases"] if SpecifierSet(release["versions"]).contains("0.5.9"))
-    return next(entry["edits"] for entry in release["files"] if entry["path"] == COMMUNICATOR)
-
-
-def _sglang_site_packages(root, patched):
-    """A site-packages directory holding SGLang's communicator.py, shipped or with the fusion gate's edits."""
-    source = _shipped_communicator()
-    if patched:
-        for edit in _fusion_gate_edits():
-            assert source.count(edit["old"]) == 1, edit["id"]
-            source = source.replace(edit["old"], edit["new"])
+def _sglang_site_packages(root, patched, version="0.5.23", gate="flashinfer_allreduce_fusion"):
+    """A site-packages directory with SGLang's dist-info and the gate's files, shipped or gated."""
+    archive = sglang_wheel(version)
+    entry = sglang_releases.gate_entry(sglang_releases.load(), gate, version)
     path = root / ("patched" if patched else "shipped")
-    (path / "sglang" / "srt" / "layers").mkdir(parents=True)
-    (path / COMMUNICATOR).write_text(source)
+    info = next(name for name in archive.namelist() if name.endswith(".dist-info/METADATA"))
+    (path / os.path.dirname(info)).mkdir(parents=True)
+    (path / info).write_bytes(archive.read(info))
+    for file_entry in entry["files"]:
+        source = archive.read(file_entry["path"]).decode()
+        if patched:
+            source = render(source, file_entry["edits"], path=file_entry["path"])[0]
+        (path / file_entry["path"]).parent.mkdir(parents=True, exist_ok=True)
+        (path / file_entry["path"]).write_text(source)
     return path
 
 
@@ -128,18 +96,19 @@ def _wait_listening(port, proc):
     raise AssertionError("the stand-in did not listen")
 
 
-def _start(model_dir, power_file, warmup="0.6", rate="2000", package_dir=None):
+def _start(model_dir, power_file, warmup="0.6", rate="2000", package_dir=None, flags=(), config=None):
     model_dir.mkdir(exist_ok=True)
     (model_dir / "config.json").write_text("{}")
     port = _free_port()
     env = dict(os.environ, SGLANG_STANDIN_TOKENS_PER_SECOND=rate, SGLANG_STANDIN_POWER_FILE=str(power_file))
-    env.pop("SGLANG_STANDIN_SGLANG_PACKAGE_DIR", None)
+    env.pop("PYTHONPATH", None)
     if package_dir is not None:
-        env["SGLANG_STANDIN_SGLANG_PACKAGE_DIR"] = str(package_dir)
+        env["PYTHONPATH"] = str(package_dir)
+    key = ["--config", str(config)] if config else ["--api-key", KEY]
     proc = subprocess.Popen(
         [sys.executable, str(STANDIN), "--model-path", str(model_dir), "--port", str(port), "--tp-size", "8",
          "--quantization", "modelopt_fp4", "--disable-shared-experts-fusion", "--served-model-name", "glm-5",
-         "--api-key", KEY, "--standin-warmup", warmup],
+         "--standin-warmup", warmup] + key + list(flags),
         env=env, stderr=subprocess.PIPE, text=True)
     _wait_listening(port, proc)
     return port, proc
@@ -169,7 +138,8 @@ def pair(tmp_path):
         name = "patched" if patched else "shipped"
         package = _sglang_site_packages(tmp_path, patched)
         power = tmp_path / ("%s-power-draw" % name)
-        port, proc = _start(tmp_path / ("%s-model" % name), power, warmup="0", rate="400", package_dir=package)
+        port, proc = _start(tmp_path / ("%s-model" % name), power, warmup="0", rate="400", package_dir=package,
+                            flags=FUSION_FLAG)
         servers[name] = {"port": port, "proc": proc, "power": power}
     yield servers
     for server in servers.values():
@@ -256,36 +226,45 @@ def test_the_readiness_check_fails_when_the_server_is_gone():
     assert "exited before" in result.stderr
 
 
-# ------------------------------------------------------------------ the fusion gate's regression
+# ------------------------------------------------------------------ the gates, as a real server would see them
 
-def test_the_fusion_gate_is_live_only_when_communicator_lets_sm120_in(tmp_path):
-    standin = _load_standin()
-    assert standin.fusion_gate_live(None) == (False, "SGLANG_STANDIN_SGLANG_PACKAGE_DIR is not set")
-    live, why = standin.fusion_gate_live(str(tmp_path / "absent"))
-    assert not live and why.startswith("cannot read %s" % (tmp_path / "absent" / COMMUNICATOR))
-    live, why = standin.fusion_gate_live(str(_sglang_site_packages(tmp_path, patched=False)))
-    assert not live and "leaves SM120 out" in why
-    live, why = standin.fusion_gate_live(str(_sglang_site_packages(tmp_path, patched=True)))
-    assert live and "includes _is_sm120_supported" in why
-
-
-def test_sm120_elsewhere_in_communicator_does_not_make_the_gate_live(tmp_path):
-    # Only the fusion condition counts: the gate's import and cached flag alone change nothing at run time.
-    standin = _load_standin()
-    source = _shipped_communicator()
-    edits = {edit["id"]: edit for edit in _fusion_gate_edits()}
-    for edit_id in ("import_is_sm120_supported", "cache_is_sm120_supported"):
-        source = source.replace(edits[edit_id]["old"], edits[edit_id]["new"])
-    source += "\n\ndef elsewhere():\n    return (_is_sm90_supported or _is_sm100_supported or _is_sm120_supported)\n"
-    (tmp_path / "sglang" / "srt" / "layers").mkdir(parents=True)
-    (tmp_path / COMMUNICATOR).write_text(source)
-    assert standin.fusion_gate_live(str(tmp_path))[0] is False
+def test_the_fusion_gate_is_live_only_with_the_edits_in_place_and_the_fusion_asked_for(tmp_path):
+    gpu = _load_standin_gpu()
+    shipped = str(_sglang_site_packages(tmp_path, patched=False))
+    patched = str(_sglang_site_packages(tmp_path, patched=True))
+    assert gpu.live_gates(None, FUSION_FLAG, {}) == {}
+    assert gpu.live_gates(shipped, FUSION_FLAG, {}) == {}
+    assert gpu.live_gates(patched, [], {}) == {}
+    why = gpu.live_gates(patched, FUSION_FLAG, {})["flashinfer_allreduce_fusion"]
+    assert "add_norm.py lets SM120 in and --flashinfer-allreduce-fusion-backend asks for it" in why
 
 
-def test_the_slowdown_is_the_measured_one():
-    standin = _load_standin()
-    assert standin.tokens_per_second(False) / standin.tokens_per_second(True) == pytest.approx(3740 / 236)
-    assert (standin.load_watts(False), standin.load_watts(True), standin.IDLE_W) == (480.0, 125.0, 60.0)
+def test_the_other_gates_are_read_from_their_edits_and_from_the_environment(tmp_path):
+    gpu = _load_standin_gpu()
+    custom = str(_sglang_site_packages(tmp_path, patched=True, version="0.5.9", gate="custom_allreduce_pcie"))
+    assert list(gpu.live_gates(custom, [], {})) == ["custom_allreduce_pcie"]
+    assert list(gpu.live_gates(None, [], {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"})) == ["pcie_ipc_allreduce"]
+
+
+def test_the_slowdown_is_the_measured_one_and_effects_come_from_data():
+    gpu = _load_standin_gpu()
+    fusion = ["flashinfer_allreduce_fusion"]
+    assert gpu.tokens_per_second() / gpu.tokens_per_second(fusion) == pytest.approx(3740 / 236)
+    assert (gpu.load_watts(), gpu.load_watts(fusion), gpu.IDLE_W) == (480.0, 125.0, 60.0)
+    chosen = gpu.effects({"SGLANG_STANDIN_EFFECTS": json.dumps({"pcie_ipc_allreduce": {"speed": 1.08}})})
+    assert gpu.tokens_per_second(["pcie_ipc_allreduce"], chosen) == pytest.approx(gpu.tokens_per_second() * 1.08)
+    assert gpu.load_watts(["pcie_ipc_allreduce"], chosen) == 480.0
+
+
+def test_the_api_key_comes_from_the_config_file_as_sglang_reads_it(tmp_path):
+    config = tmp_path / "glm-5-nvfp4.yaml"
+    config.write_text(json.dumps({"api-key": KEY}))
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0", config=config)
+    try:
+        assert _request(port, "GET", "/v1/models", key=None)[0] == 401
+        assert _request(port, "GET", "/v1/models")[0] == 200
+    finally:
+        _stop(proc)
 
 
 def _timed_completion(port, max_tokens):
@@ -301,9 +280,9 @@ def test_with_the_fusion_gate_live_generation_collapses(pair):
     patched = _timed_completion(pair["patched"]["port"], 40)  # at 400 / 15.85 tok/s: 1.59 s
     assert patched >= 1.4
     assert patched >= 5 * shipped, (shipped, patched)
-    for name, answer in (("shipped", "no"), ("patched", "yes")):
+    for name, answer in (("shipped", "live gates: none"), ("patched", "live gates: flashinfer_allreduce_fusion (")):
         log = _stop(pair[name]["proc"])
-        assert "FlashInfer allreduce-fusion gate patch live: %s" % answer in log, log
+        assert answer in log, log
 
 
 def _power(path):

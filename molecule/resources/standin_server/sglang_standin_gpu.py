@@ -1,0 +1,162 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the GPUs of the stand-in server do: which gates are live, how fast it generates, what it draws.
+
+Stands in for 8 RTX PRO 6000 GPUs running GLM-5-NVFP4 (see sglang_standin.py):
+the gates it sees live, the effect each has (SGLANG_STANDIN_EFFECTS, by default
+the measured fusion regression), and the per-GPU power draw it writes for the
+nvidia-smi stand-in. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+
+# ---------------------------------------------------------------------------
+# The fusion gate's measured regression, all in this one place. The FlashInfer allreduce-fusion
+# gate (roles/sm120_patches, gate flashinfer_allreduce_fusion) on GLM-5-NVFP4,
+# 8x RTX PRO 6000, PCIe only, TP 8: output throughput fell from about 3,740 to
+# 236 tok/s and each GPU to 125 W of its 600 W limit, because the TRT-LLM
+# communication kernels behind the fusion are not built for PCIe SM120.
+UNPATCHED_OUTPUT_TOK_S = 3740.0
+FUSION_PATCHED_OUTPUT_TOK_S = 236.0
+FUSION_SLOWDOWN = UNPATCHED_OUTPUT_TOK_S / FUSION_PATCHED_OUTPUT_TOK_S  # about 15.85
+# Per-GPU draw in watts. The article's unpatched run drew only about 250 W, the
+# underfeeding that started the hunt; the stand-in's healthy server draws 0.8 of
+# the limit, so a power-fraction threshold tells healthy from collapsed at once.
+LOAD_W = 480.0
+FUSION_LOAD_W = 125.0
+IDLE_W = 60.0
+
+FUSION_FILES = (os.path.join("sglang", "srt", "layers", "communicator.py"),
+                os.path.join("sglang", "srt", "layers", "layer_boundary", "residual", "add_norm.py"))
+# The fusion condition once SM120 is let in; releases 0.5.8 to 0.5.23 ship
+# "(_is_sm90_supported or _is_sm100_supported)".
+FUSION_CONDITION_WITH_SM120 = re.compile(
+    r"\(\s*_is_sm90_supported\s+or\s+_is_sm100_supported\s+or\s+_is_sm120_supported\s*\)\s*and\s+_is_flashinfer_available")
+FUSION_FLAGS = ("--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend")
+CUSTOM_AR_FILE = os.path.join("sglang", "srt", "distributed", "device_communicators", "custom_all_reduce.py")
+CUSTOM_AR_WITH_SM120 = re.compile(r"if self\.world_size == 2 or self\.full_nvlink or is_sm120_supported\(\):")
+DEFAULT_EFFECTS = {"flashinfer_allreduce_fusion": {"speed": 1 / FUSION_SLOWDOWN, "load_w": FUSION_LOAD_W}}
+POWER_FILE = "/var/lib/sglang/standin-power-draw"
+
+
+def sglang_package_dir():
+    """Where the SGLang of this interpreter lives, as the real server imports it; None without one."""
+    try:
+        from importlib import metadata
+        return str(metadata.distribution("sglang").locate_file(""))
+    except Exception:  # no SGLang for this interpreter: nothing is gated
+        return None
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def live_gates(package_dir, argv, environ):
+    """{gate: why} for the gates a real server would run with, from its source, command line and environment."""
+    live = {}
+    if package_dir:
+        for relative in FUSION_FILES:
+            source = _read(os.path.join(package_dir, relative))
+            if source and FUSION_CONDITION_WITH_SM120.search(source):
+                flag = next((word for word in argv if word.split("=", 1)[0] in FUSION_FLAGS), None)
+                if flag:
+                    live["flashinfer_allreduce_fusion"] = "%s lets SM120 in and %s asks for it" % (relative, flag)
+        source = _read(os.path.join(package_dir, CUSTOM_AR_FILE))
+        if source and CUSTOM_AR_WITH_SM120.search(source):
+            live["custom_allreduce_pcie"] = "should_custom_ar in %s lets SM120 in" % CUSTOM_AR_FILE
+    if environ.get("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE") == "1":
+        live["pcie_ipc_allreduce"] = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"
+    return live
+
+
+def effects(environ):
+    """gate -> {speed, load_w}: SGLANG_STANDIN_EFFECTS over the default (the measured fusion regression)."""
+    chosen = dict(DEFAULT_EFFECTS)
+    chosen.update(json.loads(environ.get("SGLANG_STANDIN_EFFECTS") or "{}"))
+    return chosen
+
+
+def tokens_per_second(live=(), chosen=None):
+    """The one place the generation rate is decided (per request)."""
+    rate = float(os.environ.get("SGLANG_STANDIN_TOKENS_PER_SECOND", "400"))
+    for gate in live:
+        rate *= float((chosen or DEFAULT_EFFECTS).get(gate, {}).get("speed", 1.0))
+    return rate
+
+
+def load_watts(live=(), chosen=None):
+    """Per-GPU draw while a request is generating: the lowest a live gate sets, else the healthy draw."""
+    draws = [float((chosen or DEFAULT_EFFECTS)[gate]["load_w"]) for gate in live
+             if "load_w" in (chosen or DEFAULT_EFFECTS).get(gate, {})]
+    return min(draws) if draws else LOAD_W
+
+
+
+
+class PowerDraw:
+    """The per-GPU draw the stand-in emulates, kept in a file for the nvidia-smi stand-in."""
+
+    def __init__(self, path, load_w):
+        self.path = path
+        self.load_w = load_w
+        self.in_flight = 0
+        self.closed = False
+        self.warned = False
+        self.lock = threading.Lock()
+
+    def start(self):
+        with self.lock:
+            self._write(IDLE_W)
+
+    def close(self):
+        with self.lock:
+            self._write(IDLE_W)
+            self.closed = True
+
+    @contextlib.contextmanager
+    def generating(self):
+        with self.lock:
+            self.in_flight += 1
+            if self.in_flight == 1:
+                self._write(self.load_w)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+                if self.in_flight == 0:
+                    self._write(IDLE_W)
+
+    def _write(self, watts):
+        # Atomic, so nvidia-smi never reads half a number: a temp file beside the target, then os.replace().
+        if self.closed:
+            return
+        temp = None
+        try:
+            handle, temp = tempfile.mkstemp(prefix=".standin-power-draw.", dir=os.path.dirname(self.path) or ".")
+            with os.fdopen(handle, "w") as stream:
+                stream.write("%.2f\n" % watts)
+            # Readable by whoever runs nvidia-smi, not only the service user.
+            os.chmod(temp, 0o644)
+            os.replace(temp, self.path)
+        except OSError as exc:
+            if temp:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+            if not self.warned:
+                self.warned = True
+                sys.stderr.write("sglang_standin: cannot write the power draw to %s (%s); nvidia-smi keeps its "
+                                 "captured numbers\n" % (self.path, exc))

@@ -1,0 +1,39 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+# Documented in the .yml files of the same names beside this file.
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, sglang_releases
+
+
+def _flags(profile, overrides=None, host="0.0.0.0", port=30000, model_path=None, multinode=None, extra_args=None,
+           gate_flags=None, config_path=None, version=None):
+    try:
+        renames = sglang_releases.load().get("flag_renames") or {}
+        return launch_profile.launch_flags(profile, overrides, host, port, model_path, multinode, extra_args,
+                                           gate_flags, config_path, renames, version)
+    except (launch_profile.LaunchError, sglang_releases.ReleaseDataError) as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def _environment(profile_env, env=None, gate_env=None):
+    return launch_profile.launch_environment(profile_env, env, gate_env)
+
+
+def _record(installed, live_gates):
+    return launch_profile.record(installed, live_gates)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "sglang_service_flags": _flags,
+            "sglang_service_environment": _environment,
+            "sglang_service_config": launch_profile.config_file,
+            "sglang_service_record": _record,
+            "sglang_service_settings": launch_profile.settings,
+        }

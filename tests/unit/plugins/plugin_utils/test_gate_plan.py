@@ -1,0 +1,131 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The sm120_patches role's decisions: the plan for a host, the undo edits, the restored files and the ledger."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_plan, sglang_releases
+from ansible_collections.sm120.sglang.plugins.plugin_utils.sglang_releases import ReleaseDataError
+
+DATA = sglang_releases.load()
+NEWEST = {"flashinfer-python": "0.7.2"}
+
+
+def test_by_default_only_the_moe_runner_gate_is_on_and_every_source_gate_is_planned_absent():
+    plan = gate_plan.plan(DATA, "0.5.9", installed={"flashinfer-python": "0.6.3"}, tp_size=8)
+    assert plan["enabled"] == ["moe_runner_sm120"]
+    assert plan["live"] == ["moe_runner_sm120"]
+    assert plan["options"] == {"gates": ["moe_runner_sm120"], "env": {}, "flags": {"--moe-runner-backend": "flashinfer_cutlass"}}
+    assert plan["refused"] == [] and plan["native"] == []
+    assert {edit["state"] for entry in plan["files"] for edit in entry["edits"]} == {"absent"}
+    assert [entry["gates"] for entry in plan["files"]] == [[], []]
+
+
+def test_an_upstream_gate_is_reported_native_and_touches_nothing():
+    plan = gate_plan.plan(DATA, "0.5.23", installed=NEWEST, tp_size=8)
+    assert plan["native"] == [{"gate": "moe_runner_sm120", "since": "0.5.13",
+                               "means": ["SGLang sets moe_runner_backend to flashinfer_cutlass for modelopt_fp4 on SM120"]}]
+    assert "moe_runner_sm120" not in plan["live"] and plan["options"]["flags"] == {}
+
+
+def test_an_enabled_source_gate_plans_its_edits_present_namespaced_and_its_flag_for_the_service():
+    plan = gate_plan.plan(DATA, "0.5.23", {"flashinfer_allreduce_fusion": True}, NEWEST, 8)
+    assert plan["live"] == ["flashinfer_allreduce_fusion"]
+    assert [entry["path"] for entry in plan["files"]] == ["sglang/srt/layers/flashinfer_comm_fusion.py",
+                                                          "sglang/srt/layers/layer_boundary/residual/add_norm.py"]
+    assert [edit["id"] for edit in plan["files"][1]["edits"]] == [
+        "flashinfer_allreduce_fusion.cache_is_sm120_supported", "flashinfer_allreduce_fusion.widen_fusion_condition"]
+    assert all(edit["state"] == "present" for entry in plan["files"] for edit in entry["edits"])
+    assert plan["options"]["flags"] == {"--flashinfer-allreduce-fusion-backend": "auto"}
+
+
+def test_an_option_gate_plans_its_environment_and_no_file():
+    plan = gate_plan.plan(DATA, "0.5.22", {"pcie_ipc_allreduce": True}, {"flashinfer-python": "0.7.1"}, 8)
+    assert plan["live"] == ["pcie_ipc_allreduce"]
+    assert plan["options"]["env"] == {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}
+    assert plan["files"] == [{"path": "sglang/srt/layers/flashinfer_comm_fusion.py", "gates": [], "edits": [
+        {"id": "flashinfer_allreduce_fusion.widen_backend_check", "old": edit["old"], "new": edit["new"], "state": "absent"}
+        for edit in plan["files"][0]["edits"]]}, plan["files"][1]]
+
+
+def test_a_precondition_on_an_installed_package_refuses_with_what_is_installed_and_the_fix():
+    plan = gate_plan.plan(DATA, "0.5.9", {"flashinfer_allreduce_fusion": True}, {"flashinfer-python": "0.6.3"}, 8)
+    assert plan["refused"] == [
+        "SGLang 0.5.9: gate 'flashinfer_allreduce_fusion' needs flashinfer-python 0.6.17 or newer (FlashInfer's TRT-LLM "
+        "allreduce kernels are built for SM12x from 0.6.17 (flashinfer#3903)); flashinfer-python 0.6.3 is installed. "
+        "Install an SGLang release whose set pins it (sglang_install_version), or turn the gate off with "
+        "sm120_patches_enabled: {flashinfer_allreduce_fusion: false}."]
+    assert "flashinfer_allreduce_fusion" not in plan["live"]
+    missing = gate_plan.plan(DATA, "0.5.23", {"pcie_ipc_allreduce": True}, {}, 8)
+    assert "flashinfer-python is not installed" in missing["refused"][0]
+
+
+@pytest.mark.parametrize("tp_size", [1, 6, None])
+def test_a_tensor_parallel_size_the_gate_cannot_serve_is_refused(tp_size):
+    plan = gate_plan.plan(DATA, "0.5.23", {"pcie_ipc_allreduce": True}, NEWEST, tp_size)
+    assert len(plan["refused"]) == 1
+    assert "needs a tensor-parallel size of 2 or 4 or 8" in plan["refused"][0]
+    assert "the server runs TP %s" % tp_size in plan["refused"][0]
+
+
+def test_an_unsupported_gate_and_an_unknown_gate_are_refused_together_naming_the_fix():
+    plan = gate_plan.plan(DATA, "0.5.23", {"custom_allreduce_pcie": True, "fusion": True}, NEWEST, 8)
+    assert plan["refused"][0].startswith("unknown gate(s) fusion in sm120_patches_enabled; the release data has:")
+    assert "gate 'custom_allreduce_pcie' does not support SGLang 0.5.23: from 0.5.22 SGLang ships its own" in plan["refused"][1]
+    assert "pcie_ipc_allreduce" in plan["refused"][1] and "{custom_allreduce_pcie: false}" in plan["refused"][1]
+
+
+def test_a_release_the_data_does_not_describe_is_refused():
+    with pytest.raises(ReleaseDataError, match="SGLang 0.5.7 is installed, and the release data does not describe it"):
+        gate_plan.plan(DATA, "0.5.7")
+
+
+def test_the_host_reports_every_gate_file_and_every_pinned_or_precondition_package():
+    inputs = gate_plan.release_inputs(DATA)
+    assert "sglang/srt/distributed/device_communicators/custom_all_reduce_utils.py" in inputs["paths"]
+    assert "sglang/srt/layers/layer_boundary/residual/add_norm.py" in inputs["paths"]
+    assert inputs["packages"] == ["flashinfer-cubin", "flashinfer-python", "sgl-kernel", "sglang", "sglang-kernel", "torch"]
+
+
+def _result(path, edits, changed=True, applied=(), reverted=(), before="b", after="a", gates=("g",), record="r"):
+    return {"changed": changed, "applied": list(applied), "reverted": list(reverted), "sha256_before": before,
+            "sha256_after": after, "item": {"path": "rel/" + path, "gates": list(gates), "edits": edits},
+            "invocation": {"module_args": {"path": "/site/" + path, "original_sha256": record}}}
+
+
+EDITS = [{"id": "g.one", "old": "a", "new": "b", "state": "present"}, {"id": "g.two", "old": "c", "new": "d", "state": "absent"}]
+
+
+def test_the_undo_edits_reverse_exactly_what_the_run_changed():
+    results = [_result("x.py", EDITS, applied=["g.one"], reverted=["g.two"]), _result("y.py", EDITS, changed=False),
+               {"changed": True, "msg": "failed before the module ran"}]
+    assert gate_plan.undo_edits(results) == [{"path": "/site/x.py", "edits": [dict(EDITS[0], state="absent"),
+                                                                              dict(EDITS[1], state="present")]}]
+
+
+def test_a_file_found_back_at_its_shipped_bytes_is_reported_restored():
+    previous = {"files": [{"path": "/site/x.py", "sha256": "patched"}, {"path": "/site/y.py", "sha256": "patched"}]}
+    results = [_result("x.py", EDITS, before="r", record="r"), _result("y.py", EDITS, before="patched", record="r")]
+    assert gate_plan.restored_files(previous, results) == ["/site/x.py"]
+
+
+def test_the_ledger_records_files_edits_and_options_and_keeps_patched_at_while_the_bytes_stay():
+    planned = gate_plan.plan(DATA, "0.5.23", {"flashinfer_allreduce_fusion": True}, NEWEST, 8)
+    facts = {"location": "/site"}
+    results = [_result("f.py", EDITS, after="s1"), _result("u.py", EDITS, gates=())]
+    first = gate_plan.ledger({}, planned, results, facts, "/opt/sglang/bin/python", "T1")
+    assert first["gates"] == ["flashinfer_allreduce_fusion"] and first["package_dir"] == "/site"
+    assert first["options"]["flags"] == {"--flashinfer-allreduce-fusion-backend": "auto"}
+    assert [entry["path"] for entry in first["files"]] == ["/site/f.py"]
+    assert first["files"][0]["edits"] == [EDITS[0]] and first["files"][0]["record_sha256"] == "r"
+    again = gate_plan.ledger(first, planned, [_result("f.py", EDITS, changed=False, after="s1")], facts, "p", "T2")
+    assert again["files"][0]["patched_at"] == "T1"
+    moved = gate_plan.ledger(first, planned, [_result("f.py", EDITS, after="s2")], facts, "p", "T3")
+    assert moved["files"][0]["patched_at"] == "T3"
+
+
+def test_the_ledger_is_empty_when_no_gate_is_live():
+    planned = gate_plan.plan(DATA, "0.5.23", {}, NEWEST, 8)
+    assert gate_plan.ledger({"gates": ["x"]}, planned, [], {"location": "/site"}, "p", "T") == {}

@@ -1,0 +1,129 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every gate entry against the real wheel of every release in its range: it anchors, and it takes effect.
+
+For each release the data describes and each gate: the files the entry edits match
+the wheel's RECORD, every edit applies once, the result byte-compiles, applying again
+changes nothing and reverting gives back the shipped bytes. Then every decision the
+entry names is evaluated on the shipped and on the gated file (gate_effect.py): on
+SM120 it must flip to what the gate is for, on SM90 and SM100 it must stay as shipped.
+An upstream entry's decision must already hold on the shipped code. The release x
+gate table is printed (pytest -s) as the README carries it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import py_compile
+
+import pytest
+
+from ansible_collections.sm120.sglang.plugins.module_utils.source_patch import ABSENT, PatchError, render
+from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_effect, sglang_releases
+from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import record_sha256, sglang_wheel
+
+DATA = sglang_releases.load()
+RELEASES = sglang_releases.versions(DATA)
+GATES = list(DATA["gates"])
+CASES = [(version, gate) for version in RELEASES for gate in GATES]
+
+
+def _env_declarations(archive):
+    return gate_effect.read_env_declarations(archive.read("sglang/srt/environ.py").decode())
+
+
+def _gated_sources(archive, entry, tmp_path):
+    """path -> (shipped text, gated text) for every file the entry edits, checked on the way."""
+    hashes = record_sha256(archive)
+    sources = {}
+    for file_entry in entry.get("files") or []:
+        shipped = archive.read(file_entry["path"])
+        assert hashlib.sha256(shipped).hexdigest() == hashes[file_entry["path"]], file_entry["path"]
+        gated, outcome = render(shipped.decode(), file_entry["edits"], path=file_entry["path"])
+        assert outcome["applied"] == [edit["id"] for edit in file_entry["edits"]]
+        target = tmp_path / file_entry["path"].replace("/", "_")
+        target.write_text(gated)
+        py_compile.compile(str(target), doraise=True)
+        assert render(gated, file_entry["edits"], path=file_entry["path"])[0] == gated
+        backwards = [dict(edit, state=ABSENT) for edit in file_entry["edits"]]
+        assert render(gated, backwards, path=file_entry["path"])[0].encode() == shipped
+        sources[file_entry["path"]] = (shipped.decode(), gated)
+    return sources
+
+
+@pytest.mark.parametrize("version,gate", CASES, ids=["%s-%s" % case for case in CASES])
+def test_the_gate_entry_anchors_and_takes_effect_on_the_real_wheel(version, gate, tmp_path):
+    archive = sglang_wheel(version)
+    entry = sglang_releases.gate_entry(DATA, gate, version)
+    if entry["kind"] == "unsupported":
+        assert entry["reason"].strip()
+        return
+    sources = _gated_sources(archive, entry, tmp_path)
+    declarations = _env_declarations(archive)
+    for decision in entry.get("decisions") or []:
+        shipped = archive.read(decision["file"]).decode()
+        if entry["kind"] == "upstream":
+            value, problems = gate_effect.check_native(shipped, decision, declarations)
+        else:
+            gated = sources.get(decision["file"], (shipped, shipped))[1]
+            _values, problems = gate_effect.check_effect(shipped, gated, decision, declarations, entry.get("env"))
+        assert problems == [], problems
+    # A source entry that changes no decision would anchor and do nothing: every one names at least one.
+    if entry["kind"] in ("source", "upstream"):
+        assert entry.get("decisions"), "%s %s names no decision it changes" % (gate, version)
+
+
+def test_the_first_catalog_s_custom_allreduce_edit_alone_changes_nothing_at_tp8():
+    """The edit of the first catalog let the object start, and should_custom_ar still refused every allreduce."""
+    archive = sglang_wheel("0.5.9")
+    entry = sglang_releases.gate_entry(DATA, "custom_allreduce_pcie", "0.5.9")
+    path = "sglang/srt/distributed/device_communicators/custom_all_reduce.py"
+    shipped = archive.read(path).decode()
+    old_edit = [{"id": "allow_pcie_sm120", "old": "        if world_size > 2 and not full_nvlink:\n",
+                 "new": "        if world_size > 2 and not full_nvlink and torch.cuda.get_device_capability() != (12, 0):\n"}]
+    first_catalog, _outcome = render(shipped, old_edit, path=path)
+    serves = next(decision for decision in entry["decisions"] if decision["id"] == "custom_ar_serves")
+    _values, problems = gate_effect.check_effect(shipped, first_catalog, serves)
+    assert problems == ["%s CustomAllreduce.should_custom_ar (custom_ar_serves): on SM120 the gated code decides False, "
+                        "the gate needs True" % path]
+
+
+def test_the_fusion_edits_of_0_5_13_leave_0_5_14_refusing_sm120_at_model_load():
+    """0.5.14 added _resolve_backend: the older entry anchors there, and the server would still raise."""
+    archive = sglang_wheel("0.5.14")
+    older = sglang_releases.gate_entry(DATA, "flashinfer_allreduce_fusion", "0.5.13")
+    newer = sglang_releases.gate_entry(DATA, "flashinfer_allreduce_fusion", "0.5.14")
+    for file_entry in older["files"]:
+        render(archive.read(file_entry["path"]).decode(), file_entry["edits"], path=file_entry["path"])
+    refused = next(decision for decision in newer["decisions"] if decision["id"] == "fusion_backend_refused")
+    shipped = archive.read(refused["file"]).decode()
+    assert gate_effect.evaluate_decision(shipped, refused, gate_effect.DEVICES["sm120"]) is True
+
+
+def test_an_edit_that_uses_a_helper_its_file_does_not_import_is_caught_on_the_real_wheel():
+    archive = sglang_wheel("0.5.9")
+    entry = sglang_releases.gate_entry(DATA, "flashinfer_allreduce_fusion", "0.5.9")
+    file_entry = entry["files"][0]
+    without_import = [edit for edit in file_entry["edits"] if edit["id"] != "import_is_sm120_supported"]
+    shipped = archive.read(file_entry["path"]).decode()
+    gated, _outcome = render(shipped, without_import, path=file_entry["path"])
+    with pytest.raises(gate_effect.EffectError, match="is_sm120_supported is neither imported"):
+        gate_effect.check_effect(shipped, gated, entry["decisions"][0])
+
+
+def test_the_0_5_10_edits_do_not_anchor_on_0_5_8_where_the_check_lived_in_custom_all_reduce_py():
+    archive = sglang_wheel("0.5.8")
+    entry = sglang_releases.gate_entry(DATA, "custom_allreduce_pcie", "0.5.10")
+    utils = entry["files"][0]
+    with pytest.raises(PatchError, match="occurs 0 times"):
+        render(archive.read(utils["path"]).decode(), utils["edits"], path=utils["path"])
+
+
+def test_the_release_gate_table_covers_every_release_and_gate(capsys):
+    lines = sglang_releases.release_table(DATA)
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    assert len(lines) == 2 + len(RELEASES)
+    for version, line in zip(RELEASES, lines[2:]):
+        assert line.startswith("| %s" % version)
+        assert line.count(" | ") == 2 + len(GATES)
