@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the collection, from a fresh Debian/Ubuntu machine: installs
 # what is missing (scripts/setup.sh), then ansible-lint, ansible-test sanity,
-# the unit tests, the built-collection check and every molecule scenario.
+# the unit tests, the upstream watch, the built-collection check and every
+# molecule scenario.
 # Runs all stages, prints a summary, exits non-zero if any stage failed.
 # SM120_TEST_STAGES="unit molecule" runs only those stages.
 set -uo pipefail
@@ -11,7 +12,7 @@ bash scripts/setup.sh || exit 1
 source .venv/bin/activate
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
 
-stages=${SM120_TEST_STAGES:-"lint sanity unit collection molecule"}
+stages=${SM120_TEST_STAGES:-"lint sanity unit watch collection molecule"}
 passed=0 failed=0 failures=()
 stage() {
   local name=$1; shift
@@ -47,6 +48,10 @@ sanity() {
 
 unit() { python -m pytest -q tests/unit; }
 
+# The SGLang releases on the package index that data/sglang_releases.yml does not
+# describe: a skipped one fails, a new one is drafted with a warning.
+watch() { python scripts/upstream-watch.py; }
+
 # Installed from the tarball, the collection must work without the checkout:
 # its docs render and `ansible-playbook sm120.sglang.deploy` parses.
 collection() {
@@ -55,10 +60,13 @@ collection() {
   ansible-galaxy collection install --force -p "$work/installed" "$work"/sm120-sglang-*.tar.gz >/dev/null 2>&1 &&
   (cd "$work" && : > "$work/ansible.cfg" && ANSIBLE_CONFIG="$work/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$work/installed" bash -c '
       set -e
-      for module in source_patch gpu_facts serving_benchmark; do
+      for module in source_patch gpu_facts serving_benchmark sglang_facts; do
         ansible-doc -t module "sm120.sglang.$module" | grep -q "^> MODULE sm120.sglang.$module"
       done
-      ansible-doc -t filter sm120.sglang.patch_plan >/dev/null
+      ansible-doc -t filter sm120.sglang.gate_plan >/dev/null
+      # The release data travels in the tarball: the lookup reads it there.
+      newest=$(ansible localhost -m ansible.builtin.debug -a "msg={{ lookup(\"sm120.sglang.sglang_release\", \"newest\").version }}")
+      grep -q "\"msg\": \"0\.5\." <<<"$newest"
       ansible-playbook -i localhost, sm120.sglang.deploy --syntax-check
       ansible-playbook -i localhost, sm120.sglang.deploy --list-tasks --tags rollback | grep -q "Roll every recorded patch back"')
 }
@@ -85,6 +93,7 @@ molecule_all() {
 stage lint lint
 stage sanity sanity
 stage unit unit
+stage watch watch
 stage collection collection
 stage molecule molecule_all
 

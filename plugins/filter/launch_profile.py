@@ -32,6 +32,7 @@ class FilterModule:
     def filters(self):
         return {
             "sglang_service_flags": _flags,
+            "sglang_service_argv": launch_profile.argv_words,
             "sglang_service_environment": _environment,
             "sglang_service_config": launch_profile.config_file,
             "sglang_service_record": _record,

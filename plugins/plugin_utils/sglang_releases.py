@@ -234,52 +234,46 @@ def driver_problem(data, wanted, branch):
                wanted_set["min_driver_branch"]))
 
 
-def _entry_summary(entry):
+def _entry_summary(data, version, entry):
+    """One table cell: the entry's kind, what it sets, its preconditions and whether the pinned set meets them."""
     kind = entry["kind"]
     if kind == "unsupported":
         return "unsupported"
     if kind == "upstream":
         return "native since %s" % entry["since"]
-    parts = [kind]
-    if entry.get("env"):
-        parts.append(", ".join("%s=%s" % item for item in sorted(entry["env"].items())))
-    if entry.get("flags"):
-        parts.append(", ".join(flag if value is True else "%s %s" % (flag, value)
-                               for flag, value in entry["flags"].items()))
+    parts = []
+    if entry.get("files"):
+        parts.append("edits %d file%s" % (len(entry["files"]), "" if len(entry["files"]) == 1 else "s"))
+    parts += ["`%s=%s`" % item for item in sorted((entry.get("env") or {}).items())]
+    parts += ["`%s`" % (flag if value is True else "%s %s" % (flag, value)) for flag, value in (entry.get("flags") or {}).items()]
+    text = "%s: %s" % (kind, " + ".join(parts))
+    pinned = install_set(data, version)["versions"]
     for precondition in entry.get("preconditions") or []:
-        if "package" in precondition:
-            parts.append("needs %s >= %s" % (precondition["package"], precondition["min"]))
-        else:
-            parts.append("TP %s" % "/".join(str(size) for size in precondition["tp_size_in"]))
-    return "; ".join(parts)
-
-
-def _installed_ok(data, version, precondition):
-    pinned = install_set(data, version)["versions"].get(canonicalize_name(precondition["package"]))
-    return pinned is not None and Version(pinned) >= Version(str(precondition["min"]))
+        if "tp_size_in" in precondition:
+            text += "; TP %s" % "/".join(str(size) for size in precondition["tp_size_in"])
+            continue
+        name = canonicalize_name(precondition["package"])
+        have = pinned.get(name)
+        met = have is not None and Version(have) >= Version(str(precondition["min"]))
+        text += "; %s >= %s%s" % (name, precondition["min"], "" if met else " (pinned %s: refused)" % have)
+    return text
 
 
 def release_table(data):
-    """The README's release x gate table, as Markdown lines, from the data alone."""
-    gate_ids = list(data["gates"])
-    lines = ["| release | GLM-5 | install set (torch CUDA, driver) | %s |" % " | ".join("`%s`" % gate for gate in gate_ids),
-             "| --- | --- | --- | %s |" % " | ".join("---" for _ in gate_ids)]
+    """The README's two release tables, as Markdown lines, from the data alone: install sets, then gates."""
     default = default_version(data)
+    lines = ["| release | built | GLM-5 | pins (Requires-Dist) | torch CUDA | driver | Python |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for version in versions(data):
         wanted = install_set(data, version)
-        pins = ", ".join("%s %s" % (package["name"], package["version"]) for package in wanted["packages"]
-                         if package["name"] != "sglang")
-        cells = []
-        for gate_id in gate_ids:
-            entry = gate_entry(data, gate_id, version)
-            text = _entry_summary(entry)
-            blocked = [precondition for precondition in entry.get("preconditions") or []
-                       if "package" in precondition and not _installed_ok(data, version, precondition)]
-            if entry["kind"] in ("source", "option") and blocked:
-                text += " (refused on this set: %s)" % ", ".join(
-                    "%s %s pinned" % (p["package"], wanted["versions"].get(canonicalize_name(p["package"]))) for p in blocked)
-            cells.append(text)
-        lines.append("| %s%s | %s | %s (CUDA %s, driver >= %d) | %s |" % (
-            version, " (default)" if version == default else "", "yes" if wanted["glm5"] else "no", pins,
-            wanted["torch_cuda"], wanted["min_driver_branch"], " | ".join(cells)))
+        lines.append("| %s%s | %s | %s | %s | %s | >= %d | %s |" % (
+            version, " (default)" if version == default else "", wanted["date"], "yes" if wanted["glm5"] else "no",
+            ", ".join(requirement for requirement in wanted["requirements"] if not requirement.startswith("sglang==")),
+            wanted["torch_cuda"], wanted["min_driver_branch"], wanted["requires_python"]))
+    gate_ids = list(data["gates"])
+    lines += ["", "| release | %s |" % " | ".join("`%s`" % gate for gate in gate_ids),
+              "| --- | %s |" % " | ".join("---" for _ in gate_ids)]
+    for version in versions(data):
+        cells = [_entry_summary(data, version, gate_entry(data, gate_id, version)) for gate_id in gate_ids]
+        lines.append("| %s | %s |" % (version, " | ".join(cells)))
     return lines

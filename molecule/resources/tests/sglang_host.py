@@ -1,15 +1,18 @@
-"""Helpers for testinfra verifiers: an installed SGLang's RECORD and the catalog."""
+"""Helpers for testinfra verifiers: an installed SGLang's RECORD, and the gate entries of the release data."""
 
 import base64
 import csv
 import io
 import os
-
-import yaml
+import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-CATALOG_PATH = os.path.join(ROOT, "roles", "sm120_patches", "vars", "catalog.yml")
-GATES_RANGE = ">=0.5.8,<0.5.10"
+sys.path.insert(0, os.path.join(ROOT, ".collections"))
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import sglang_releases  # noqa: E402
+
+DATA = sglang_releases.load()
+API_KEY = "molecule-api-key"
 
 
 def site_packages(host, venv):
@@ -34,12 +37,27 @@ def record_sha256(host, venv):
     return site, hashes
 
 
-def catalog_files():
-    """(gate id, relative path, edits) of every gate's 0.5.8-0.5.9 entry."""
-    with open(CATALOG_PATH) as handle:
-        catalog = yaml.safe_load(handle)["__sm120_patches_catalog"]
-    for gate in catalog["gates"]:
-        for release in gate["releases"]:
-            if release["versions"] == GATES_RANGE:
-                for entry in release["files"]:
-                    yield gate["id"], entry["path"], entry["edits"]
+def gate_files(version, gates=None):
+    """(gate id, relative path, edits) of the source entries of these gates (all: None) for the release."""
+    for gate in DATA["gates"]:
+        if gates is not None and gate not in gates:
+            continue
+        entry = sglang_releases.gate_entry(DATA, gate, version)
+        for file_entry in entry.get("files") or []:
+            yield gate, file_entry["path"], file_entry["edits"]
+
+
+def processes_holding(host, secret):
+    """PIDs whose command line holds the text. It travels hex-encoded, so that no process of this check holds it."""
+    script = ("import os,sys\n"
+              "s=bytes.fromhex(sys.argv[1])\n"
+              "for p in os.listdir('/proc'):\n"
+              "    if p.isdigit():\n"
+              "        try: c=open('/proc/%s/cmdline'%p,'rb').read()\n"
+              "        except OSError: continue\n"
+              "        if s in c: print(p)\n")
+    return host.check_output("python3 -c %s %s" % (_quote(script), secret.encode().hex())).split()
+
+
+def _quote(text):
+    return "'" + text.replace("'", "'\\''") + "'"

@@ -56,7 +56,7 @@ def test_the_gate_file_is_the_shipped_0_5_9_file(host):
     site, hashes = record_sha256(host, VENV)
     path = "sglang/srt/distributed/device_communicators/custom_all_reduce.py"
     assert host.file(os.path.join(site, path)).sha256sum == hashes[path]
-    assert "get_device_capability() != (12, 0)" not in host.file(os.path.join(site, path)).content_string
+    assert "is_sm120_supported" not in host.file(os.path.join(site, path)).content_string
 
 
 def test_no_patch_ledger_is_left(host):

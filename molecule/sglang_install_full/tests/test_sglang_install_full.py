@@ -2,12 +2,13 @@
 
 import json
 import os
+import sys
 
-import yaml
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "resources", "tests"))
+from sglang_host import DATA, sglang_releases  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-with open(os.path.join(ROOT, "roles", "sglang_install", "vars", "matrix.yml")) as handle:
-    DEFAULT_SET = yaml.safe_load(handle)["__sglang_install_matrix"]["0.5.9"]
+testinfra_hosts = ["ansible://sm120-bookworm"]
+DEFAULT_SET = sglang_releases.install_set(DATA, "newest")
 PYTHON = "/opt/sglang/bin/python"
 
 VERSIONS = r"""
@@ -18,8 +19,8 @@ print(json.dumps({name: metadata.version(name) for name in %r}))
 
 
 def test_every_package_is_at_the_sets_version(host):
-    installed = json.loads(host.check_output("%s -c %s" % (PYTHON, _quote(VERSIONS % list(DEFAULT_SET["packages"])))))
-    assert {name: version.split("+")[0] for name, version in installed.items()} == DEFAULT_SET["packages"]
+    installed = json.loads(host.check_output("%s -c %s" % (PYTHON, _quote(VERSIONS % list(DEFAULT_SET["versions"])))))
+    assert {name: version.split("+")[0] for name, version in installed.items()} == DEFAULT_SET["versions"]
 
 
 def test_torch_is_the_sets_cuda_build(host):
@@ -38,14 +39,16 @@ def test_sglang_and_flashinfer_import_without_a_gpu(host):
     out = host.check_output(
         "%s -c 'import sglang, flashinfer, sglang.srt.server_args; print(sglang.__version__, flashinfer.__version__)'"
         % PYTHON)
-    assert out.split() == ["0.5.9", "0.6.3"]
+    assert out.split() == [DEFAULT_SET["version"], DEFAULT_SET["versions"]["flashinfer-python"]]
 
 
 def test_the_installed_sglang_has_glm5s_architecture(host):
     site = host.check_output("%s -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])'" % PYTHON).strip()
-    models = host.file(site + "/sglang/srt/models/glm4_moe.py").content_string
-    assert "class GlmMoeDsaForCausalLM(" in models
-    assert "GlmMoeDsaForCausalLM" in host.file(site + "/sglang/srt/server_args.py").content_string
+    assert "class GlmMoeDsaForCausalLM(" in host.file(site + "/sglang/srt/models/glm4_moe.py").content_string
+
+
+def test_the_gates_were_rolled_back_after_the_effect_check(host):
+    assert not host.file("/var/lib/sm120-sglang/patch-ledger.json").exists
 
 
 def test_the_ca_bundle_pip_used_is_on_the_host(host):

@@ -1,10 +1,16 @@
 """After converge and side_effect: the GLM-5-NVFP4 unit runs the stand-in as sglang, healthy, with its key kept out of the unit."""
 
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "resources", "tests"))
+from sglang_host import processes_holding  # noqa: E402
 
 UNIT = "sglang-glm-5-nvfp4.service"
 UNIT_PATH = "/etc/systemd/system/" + UNIT
 ENV_FILE = "/etc/sglang/glm-5-nvfp4.env"
+CONFIG_FILE = "/etc/sglang/glm-5-nvfp4.yaml"
 # molecule.yml's sglang_service_api_key.
 API_KEY = 'molecule-key $with "quotes" and 100%'
 
@@ -56,15 +62,15 @@ def test_the_server_runs_as_sglang_with_the_profiles_flags(host):
     pid = _main_pid(host)
     assert host.check_output("ps -o user= -p %d" % pid) == "sglang"
     argv = host.file("/proc/%d/cmdline" % pid).content_string.split("\0")
-    assert argv[:2] == ["/usr/bin/python3", "/opt/standin/sglang_standin.py"]
+    assert argv[:2] == ["/opt/sglang/bin/python", "/opt/standin/sglang_standin.py"]
     joined = " ".join(argv)
     for flags in ("--model-path /srv/models/glm-5-nvfp4", "--tp-size 8", "--quantization modelopt_fp4",
                   "--moe-runner-backend flashinfer_cutlass", "--disable-shared-experts-fusion",
                   "--kv-cache-dtype bf16", "--mem-fraction-static 0.9", "--served-model-name glm-5",
                   "--host 0.0.0.0", "--port 30000"):
         assert flags in joined
-    # systemd expanded ${SGLANG_API_KEY} from the environment file into one word.
-    assert argv[argv.index("--api-key") + 1] == API_KEY
+    # The key reaches the server in the --config file, not on its command line.
+    assert argv[argv.index("--config") + 1] == CONFIG_FILE and "--api-key" not in argv
 
 
 def test_the_port_answers_health_and_the_api_wants_the_key(host):
@@ -77,23 +83,35 @@ def test_the_port_answers_health_and_the_api_wants_the_key(host):
     assert json.loads(body)["data"][0]["id"] == "glm-5"
 
 
-def test_the_environment_file_is_root_only_and_holds_the_key(host):
+def test_the_environment_file_is_root_only_and_records_what_the_host_runs(host):
     env = host.file(ENV_FILE)
     assert env.user == "root" and env.group == "root"
     assert env.mode == 0o600
     content = env.content_string
-    assert 'SGLANG_API_KEY="molecule-key \\$with \\"quotes\\" and 100%"' in content.splitlines()
     assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in content.splitlines()
-    assert "SM120_SGLANG_INSTALL_SET=flashinfer-python==0.6.3,sglang==0.5.9" in content.splitlines()
+    # The installed set as the host has it (the wheel in /opt/sglang), the live gates as the patch play published.
+    assert "SM120_SGLANG_INSTALL_SET=sglang==0.5.9" in content.splitlines()
     assert "SM120_PATCHES_LIVE" in content
+    assert "molecule-key" not in content
+
+
+def test_the_key_is_in_the_config_file_readable_by_root_and_the_service_group_only(host):
+    config = host.file(CONFIG_FILE)
+    assert config.user == "root" and config.group == "sglang" and config.mode == 0o640
+    assert json.loads(config.content_string) == {"api-key": API_KEY}
+
+
+def test_no_process_command_line_holds_the_key(host):
+    assert processes_holding(host, API_KEY) == []
+    assert processes_holding(host, "/opt/standin/sglang_standin.py") != []
 
 
 def test_the_unit_has_no_key(host):
     unit = host.file(UNIT_PATH)
     assert unit.mode == 0o644
     content = unit.content_string
-    assert "molecule-key" not in content
-    assert "--api-key ${SGLANG_API_KEY}" in content
+    assert "molecule-key" not in content and "--api-key" not in content
+    assert "--config %s" % CONFIG_FILE in content
     assert "EnvironmentFile=%s" % ENV_FILE in content
 
 

@@ -308,23 +308,6 @@ def test_container_mode_follows_the_virtualization_facts():
 
 # ---- inputs ----------------------------------------------------------------------------------------------------------
 
-def test_every_input_has_a_default_and_an_argument_spec_entry():
-    defaults = _load(ROLE / "defaults" / "main.yml")
-    specs = _load(ROLE / "meta" / "argument_specs.yml")["argument_specs"]
-    main = specs["main"]["options"]
-    assert sorted(main) == sorted(defaults)
-    for name, spec in main.items():
-        assert name.startswith("gpu_driver_")
-        if "default" in spec:
-            assert spec["default"] == defaults[name], name
-        else:
-            assert "{{" in str(defaults[name]), name  # only computed defaults go undocumented as values
-    for entry in ("verify", "rollback"):
-        for name, spec in specs[entry]["options"].items():
-            assert main[name]["type"] == spec["type"], (entry, name)
-            assert spec.get("default") == main[name].get("default"), (entry, name)
-
-
 def test_every_variable_the_role_reads_is_an_input_or_internal():
     text = "\n".join(path.read_text() for path in sorted(ROLE.rglob("*")) if path.is_file())
     used = set(re.findall(r"\b(gpu_driver_[a-z0-9_]+)", text))

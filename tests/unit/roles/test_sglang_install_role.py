@@ -43,8 +43,3 @@ def test_each_distribution_makes_the_venv_from_a_python_the_default_release_acce
     assert data["__sglang_install_os_base_python"] == base
     assert base in data["__sglang_install_os_packages"]
     assert install_plan.python_problem(NEWEST, base, python_version) is None
-
-
-def test_internal_variables_carry_the_double_underscore_prefix():
-    for path in (ROLE / "vars").glob("*.yml"):
-        assert all(name.startswith("__sglang_install_") for name in load_yaml(path)), path.name

@@ -1,0 +1,59 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every role's inputs: each default has an argument spec with the same default, and back; secrets are no_log.
+
+One test for all roles (roles/*), so a new role or a new variable cannot skip it.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+import yaml
+
+ROLES = sorted(path.parent.parent for path in (pathlib.Path(__file__).resolve().parents[3] / "roles").glob(
+    "*/meta/argument_specs.yml"))
+SECRET = re.compile(r"(api_key|token|password|secret)$")
+
+
+def _load(path):
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def test_every_role_has_argument_specs():
+    assert [role.name for role in ROLES] == sorted(path.name for path in ROLES[0].parent.iterdir() if path.is_dir())
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[role.name for role in ROLES])
+def test_every_default_has_an_argument_spec_with_the_same_default_and_back(role):
+    defaults = _load(role / "defaults" / "main.yml")
+    specs = _load(role / "meta" / "argument_specs.yml")["argument_specs"]
+    main = specs["main"]["options"]
+    assert sorted(main) == sorted(defaults)
+    for name, spec in main.items():
+        assert name.startswith(role.name + "_"), name
+        assert spec.get("description"), name
+        assert spec.get("type"), name
+        assert "default" in spec, name
+        assert spec["default"] == defaults[name], (name, spec["default"], defaults[name])
+    # Other entry points (tasks_from) take the same variables, documented alike.
+    for entry, entry_spec in specs.items():
+        for name, spec in (entry_spec.get("options") or {}).items():
+            assert name in main, (entry, name)
+            assert spec["type"] == main[name]["type"] and spec.get("default") == main[name]["default"], (entry, name)
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[role.name for role in ROLES])
+def test_every_key_or_token_is_no_log(role):
+    for entry_spec in _load(role / "meta" / "argument_specs.yml")["argument_specs"].values():
+        for name, spec in (entry_spec.get("options") or {}).items():
+            assert bool(spec.get("no_log")) is bool(SECRET.search(name)), name
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[role.name for role in ROLES])
+def test_internal_variables_carry_the_double_underscore_prefix(role):
+    for path in (role / "vars").glob("*.yml"):
+        for name in _load(path):
+            assert name.startswith("__%s_" % role.name), (path.name, name)

@@ -1,0 +1,27 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""README.md opens with the two commands, and its release tables are the release data's."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("release_table", ROOT / "scripts" / "release-table.py")
+release_table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(release_table)
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_release_tables_are_generated_from_the_data():
+    assert release_table.with_tables(README) == README, "run: python scripts/release-table.py --write"
+
+
+def test_the_readme_opens_with_the_two_commands_and_ci_runs_the_first_first():
+    first_block = re.search(r"```bash\n(.*?)```", README, re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in first_block.splitlines() if line.strip()]
+    assert commands == ["bash scripts/deploy-local.sh", "bash scripts/test.sh"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ci.index("bash scripts/deploy-local.sh") < ci.index("bash scripts/test.sh")
