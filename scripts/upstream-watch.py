@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, sm120.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which SGLang releases on the package index does data/sglang_releases.yml not describe yet?
@@ -27,7 +26,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import zipfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -48,7 +46,7 @@ DECIDING = re.compile(r"^(flashinfer|sgl-kernel|sglang-kernel|torch$)")
 def index_versions():
     """Every sglang release pip's configured index lists, newest first."""
     done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "sglang", "--disable-pip-version-check"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     found = re.search(r"Available versions: (.*)", done.stdout)
     if done.returncode != 0 or not found:
         raise SystemExit("upstream-watch: cannot list SGLang's releases (pip index versions sglang, rc %d): %s"
@@ -124,8 +122,8 @@ def main(argv=None):
         except subprocess.CalledProcessError:
             print("\n== SGLang %s: its wheel cannot be downloaded (pip download sglang==%s failed)" % (version, version))
             continue
-        print("\n== SGLang %s (%s)" % (version, "a hole: older than %s, which the data describes" % newest
-                                      if version in holes else "new"))
+        kind = "a hole: older than %s, which the data describes" % newest if version in holes else "new"
+        print("\n== SGLang %s (%s)" % (version, kind))
         for gate, found in gate_check.check_release(data, version, _reader(archive)).items():
             verdict = "anchors and takes effect" if not found["problems"] else "BROKEN"
             print("  %s: entry %s (%s) %s" % (gate, found["versions"], found["kind"], verdict))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # Documented in the .yml files of the same names beside this file.
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import preflight
+from ansible_collections.sm120.sglang.plugins.plugin_utils import power_limit, preflight
 
 
 class FilterModule:
@@ -14,4 +14,5 @@ class FilterModule:
             "preflight_problems": preflight.problems,
             "preflight_summary": preflight.summary,
             "preflight_driver_missing": preflight.driver_missing,
+            "gpu_power_limits": power_limit.effective_limits,
         }

@@ -208,7 +208,7 @@ def _field_record(release, module, node, style):
         given["type"] = meta.get("type_parser", _inferred(kind))
         given.update({"nargs": meta["nargs"]} if value("nargs") else {})
         default = node.value is not None and not (
-            isinstance(node.value, ast.Call) and ast.unparse(node.value.func).split(".")[-1] == "field"
+            isinstance(node.value, ast.Call) and ast.unparse(node.value.func).rsplit(".", maxsplit=1)[-1] == "field"
             and not {"default", "default_factory"} & {keyword.arg for keyword in node.value.keywords})
         if value("required") is True or value("required") is None and not default:
             given["required"] = ast.Constant(True)

@@ -150,7 +150,7 @@ def _literal(release, module, node, scope=None, depth=0):
     found = release.ref(module, node, scope) if isinstance(node, (ast.Name, ast.Attribute)) else ("opaque",)
     if found[0] != "value":
         raise _Unresolved(ast.unparse(node))
-    _, home, value_node, where, condition = found
+    home, value_node, where, condition = found[1:]
     changed = where.changes.get(node.attr if isinstance(node, ast.Attribute) else node.id)
     if condition or changed:  # e.g. `if envs.X.get(): SAMPLING_BACKEND_CHOICES.add(...)`
         raise _Unresolved("%s, set or changed at %s:%s" % (ast.unparse(node), home.path, condition or changed))

@@ -272,7 +272,7 @@ def release_table(data):
             wanted["torch_cuda"], wanted["min_driver_branch"], wanted["requires_python"]))
     gate_ids = list(data["gates"])
     lines += ["", "| release | %s |" % " | ".join("`%s`" % gate for gate in gate_ids),
-              "| --- | %s |" % " | ".join("---" for _ in gate_ids)]
+              "| --- | %s |" % " | ".join(["---"] * len(gate_ids))]
     for version in versions(data):
         cells = [_entry_summary(data, version, gate_entry(data, gate_id, version)) for gate_id in gate_ids]
         lines.append("| %s | %s |" % (version, " | ".join(cells)))

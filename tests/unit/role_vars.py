@@ -11,6 +11,8 @@ filters when first read.
 from __future__ import annotations
 
 import collections.abc
+import importlib
+import pathlib
 
 import jinja2
 import yaml
@@ -26,11 +28,21 @@ def load_yaml(path):
         return yaml.safe_load(handle) or {}
 
 
+def _collection_filters():
+    """The collection's own filters under their FQCN, as the roles call them (sm120.sglang.<name>)."""
+    filters = {}
+    for path in sorted((pathlib.Path(__file__).resolve().parents[2] / "plugins" / "filter").glob("*.py")):
+        module = importlib.import_module("ansible_collections.sm120.sglang.plugins.filter." + path.stem)
+        filters.update({"sm120.sglang." + name: function for name, function in module.FilterModule().filters().items()})
+    return filters
+
+
 def ansible_environment(cls, **options):
-    """A jinja2 environment of class cls with Ansible's core and math filters and its tests."""
+    """A jinja2 environment of class cls with Ansible's core and math filters and tests, and the collection's filters."""
     env = cls(undefined=jinja2.StrictUndefined, **options)
     env.filters.update(FilterModule().filters())
     env.filters.update(MathFilters().filters())
+    env.filters.update(_collection_filters())
     env.tests.update(AnsibleTests().tests())
     return env
 

@@ -118,8 +118,6 @@ def parse_args(argv):
     return args, ignored
 
 
-
-
 class Standin:
     def __init__(self, args, live=(), chosen=None, power_file=POWER_FILE):
         self.model = args.served_model_name or args.model_path

@@ -104,8 +104,6 @@ def load_watts(live=(), chosen=None):
     return min(draws) if draws else LOAD_W
 
 
-
-
 class PowerDraw:
     """The per-GPU draw the stand-in emulates, kept in a file for the nvidia-smi stand-in."""
 

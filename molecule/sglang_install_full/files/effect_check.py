@@ -75,6 +75,9 @@ class _KernelFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def fake_gpus():
     sys.meta_path.insert(0, _KernelFinder())
+    # DeepGEMM JIT-compiles with the CUDA toolkit, which a host without a GPU lacks (its import asserts a
+    # CUDA_HOME); GLM-5-NVFP4 on SM120 runs without it, and no gate's decision reads it.
+    os.environ.setdefault("SGLANG_ENABLE_JIT_DEEPGEMM", "0")
     import torch
 
     name = NAMES[CAPABILITY]

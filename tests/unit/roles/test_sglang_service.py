@@ -17,7 +17,6 @@ import pathlib
 import re
 
 import pytest
-import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
@@ -370,4 +369,3 @@ def test_single_node_has_no_multinode_flags():
 
 
 # ---------------------------------------------------------------- the role's data
-

@@ -105,7 +105,7 @@ def test_a_flag_is_absent_exactly_in_the_releases_the_table_names(version):
     flags = release_flags(version)
     for flag in list(PROFILE) + list(FUSION):
         assert (flag not in flags) == absent_in(flag, version), flag
-    for flag, (_, successor, _) in ABSENT.items():
+    for flag, (_since, successor, _why) in ABSENT.items():
         if absent_in(flag, version) and successor:
             assert flags[successor]["takes_value"] and flags[successor]["nargs"] is None
     missing = [flag for flag in PROFILE if absent_in(flag, version)]

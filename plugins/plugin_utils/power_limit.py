@@ -1,0 +1,38 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The power limit each GPU is to run at: the one decision the gpu_driver role's check, unit and verify share.
+
+``wanted`` is gpu_driver_power_limit_w: a number of watts, or 0 for each GPU's
+maximum. Pure: gpu_facts' GPUs in, one plan per GPU out.
+"""
+
+from __future__ import annotations
+
+
+def _number(value):
+    try:
+        return None if value in (None, "") else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def effective_limits(gpus, wanted=0):
+    """Per GPU: index, name, uuid, watts (None when it cannot be known) and problem (None when it can be set)."""
+    asked = _number(wanted) or 0.0
+    plans = []
+    for gpu in gpus or []:
+        low, high = _number(gpu.get("power_min_limit_w")), _number(gpu.get("power_max_limit_w"))
+        watts = asked if asked > 0 else high
+        problem = None
+        if watts is None:
+            problem = ("GPU %s (%s) reports no maximum power limit to default to. Fix: set gpu_driver_power_limit_w "
+                       "to the watts it should run at." % (gpu.get("index"), gpu.get("name")))
+        elif (low is not None and watts < low) or (high is not None and watts > high):
+            problem = ("GPU %s (%s) accepts a power limit of %s-%s W, gpu_driver_power_limit_w is %g W. Fix: set "
+                       "gpu_driver_power_limit_w within that range, or 0 for each GPU's maximum."
+                       % (gpu.get("index"), gpu.get("name"), "?" if low is None else "%.1f" % low,
+                          "?" if high is None else "%.1f" % high, watts))
+        plans.append({"index": gpu.get("index"), "name": gpu.get("name"), "uuid": gpu.get("uuid"),
+                      "pci_bus_id": gpu.get("pci_bus_id"), "min_w": low, "max_w": high, "watts": watts,
+                      "problem": problem})
+    return plans
