@@ -7,16 +7,27 @@ has it, otherwise ``nvidia-smi``. serving_benchmark.py asks power_sampler()
 for a sampler and calls its start(), stop() and summary(); nothing else
 crosses between the two.
 
+Besides power, each reading carries the GPU's activity (utilisation, SM clock,
+temperature, throttle reasons) where the source reads it, and the summary gives
+per GPU the figures of activity_figures(), which plugin_utils/cause_verdict.py
+decides on: the same function whether the readings are summed up here or handed
+to cause_verdict raw.
+
 Standard library only: this runs on the target with the host's own Python 3.9+.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
+from statistics import median
 
 from ansible_collections.sm120.sglang.plugins.module_utils.gpu_power import (
+    LIMITING_REASONS,
     NVIDIA_SMI_TIMEOUT_S,
+    POWER_REASONS,
+    THERMAL_REASONS,
     PowerSourceUnavailable,
     open_power_source,
 )
@@ -89,12 +100,74 @@ def power_sampler(power):
     if not power.enabled:
         return NoPowerSampler("sample_power is false", power.interval)
     try:
-        return PowerSampler(open_power_source(power.nvidia_smi), power.interval)
+        return PowerSampler(open_power_source(power.nvidia_smi, activity=True), power.interval)
     except PowerSourceUnavailable as exc:
         return NoPowerSampler("no power source: %s" % exc, power.interval)
 
 
-def _gpu_power(index, watts, limit):
+# GpuReading attribute -> the name of the same value in a reading given as a mapping (GpuReading.as_dict()).
+_MAPPING_NAMES = {"watts": "power_w", "limit_watts": "limit_w"}
+
+
+def _value(reading, attribute):
+    if isinstance(reading, Mapping):
+        return reading.get(_MAPPING_NAMES.get(attribute, attribute))
+    return getattr(reading, attribute, None)
+
+
+def _ratio(part, whole):
+    return part / whole if part is not None and whole else None
+
+
+def _median(values, digits):
+    known = [value for value in values if value is not None]
+    return round(median(known), digits) if known else None
+
+
+def activity_figures(readings):
+    """One GPU's figures over a measurement, from its readings (GpuReadings or their as_dict() mappings).
+
+    Medians rather than means: NVML's power is a 1 s average and its
+    utilisation a share of up to 1 s, so the first readings of a measurement
+    still show the ramp, and a median is not moved by them. A throttle
+    reason's share counts the readings in which the reasons were read (None
+    when none was); ``throttle_reason_share`` is the share with any reason of
+    LIMITING_REASONS. ``samples``: the readings with both a power fraction and
+    a utilisation.
+    """
+    reasons = [_value(reading, "throttle_reasons") for reading in readings]
+    reasons = [set(active) for active in reasons if active is not None]
+    shares = {}
+    for active in reasons:
+        for name in active:
+            shares[name] = shares.get(name, 0) + 1
+
+    def share_with(names):
+        return round(sum(1 for active in reasons if active & set(names)) / len(reasons), 4) if reasons else None
+
+    temperatures = [_value(reading, "temperature_c") for reading in readings]
+    max_clocks = [clock for clock in (_value(reading, "max_sm_clock_mhz") for reading in readings) if clock]
+    utils = [_value(reading, "util_pct") for reading in readings]
+    fractions = [_ratio(_value(reading, "watts"), _value(reading, "limit_watts")) for reading in readings]
+    return {
+        "samples": sum(1 for util, fraction in zip(utils, fractions) if util is not None and fraction is not None),
+        "median_power_fraction": _median(fractions, 4),
+        "median_util_pct": _median(utils, 1),
+        "median_sm_clock_mhz": _median((_value(reading, "sm_clock_mhz") for reading in readings), 1),
+        "max_sm_clock_mhz": max(max_clocks) if max_clocks else None,
+        "median_clock_fraction": _median((_ratio(_value(reading, "sm_clock_mhz"), _value(reading, "max_sm_clock_mhz"))
+                                          for reading in readings), 4),
+        "median_temperature_c": _median(temperatures, 1),
+        "max_temperature_c": max((t for t in temperatures if t is not None), default=None),
+        "throttle_reason_samples": len(reasons),
+        "throttle_reason_share": share_with(LIMITING_REASONS),
+        "power_reason_share": share_with(POWER_REASONS),
+        "thermal_reason_share": share_with(THERMAL_REASONS),
+        "throttle_reason_shares": {name: round(count / len(reasons), 4) for name, count in sorted(shares.items())},
+    }
+
+
+def _gpu_power(index, watts, limit, readings):
     mean = sum(watts) / len(watts) if watts else None
     return {
         "index": index,
@@ -103,6 +176,7 @@ def _gpu_power(index, watts, limit):
         "max_w": round(max(watts), 2) if watts else None,
         "limit_w": limit,
         "mean_fraction_of_limit": round(mean / limit, 4) if mean is not None and limit else None,
+        "activity": activity_figures(readings),
     }
 
 
@@ -112,15 +186,16 @@ def summarize_power(source_name, interval, samples, duration_s, output_tokens, s
     Energy is the sum of the GPUs' mean power times the run's duration, so it
     counts every GPU the source sees, busy or not.
     """
-    watts, limits = {}, {}
+    watts, limits, readings = {}, {}, {}
     for sample in samples:
         for reading in sample:
             watts.setdefault(reading.index, [])
+            readings.setdefault(reading.index, []).append(reading)
             if reading.watts is not None:
                 watts[reading.index].append(reading.watts)
             if reading.limit_watts is not None:
                 limits[reading.index] = reading.limit_watts
-    gpus = [_gpu_power(index, watts[index], limits.get(index)) for index in sorted(watts)]
+    gpus = [_gpu_power(index, watts[index], limits.get(index), readings[index]) for index in sorted(watts)]
     means = [gpu["mean_w"] for gpu in gpus if gpu["mean_w"] is not None]
     total_w = round(sum(means), 2) if means else None
     energy_j = round(total_w * duration_s, 1) if total_w is not None else None

@@ -374,9 +374,74 @@ power:
           sample: 600.0
         mean_fraction_of_limit:
           description: RV(power.gpus[].mean_w) divided by RV(power.gpus[].limit_w); far below 1 under load means the
-            GPU is underfed.
+            GPU is underfed or spin-waiting, and RV(power.gpus[].activity) tells which.
           type: float
           sample: 0.6873
+        activity:
+          description:
+            - What tells apart the causes of low power under load, a spin-wait (busy SMs at low power) from an
+              underfed GPU (idle SMs) or a power or thermal limit; the medians of the GPU's utilisation, SM clock
+              and power over the readings, and the share of readings with each clock throttle reason.
+            - Utilisation, clocks, temperature and reasons are read where the source can (NVML, or nvidia-smi's
+              C(utilization.gpu), C(clocks.sm), C(clocks.max.sm), C(temperature.gpu) and
+              C(clocks_event_reasons.active), C(clocks_throttle_reasons.active) on drivers before 535); each
+              figure is V(null) where no reading carried its value.
+          type: dict
+          contains:
+            samples:
+              description: Readings with both a power fraction and a utilisation.
+              type: int
+              sample: 159
+            median_power_fraction:
+              description: Median over the readings of power draw divided by the power limit.
+              type: float
+              sample: 0.9883
+            median_util_pct:
+              description: Median GPU utilisation, the percentage of time a kernel ran (NVML's C(gpu) rate).
+              type: float
+              sample: 99.0
+            median_sm_clock_mhz:
+              description: Median SM clock in MHz.
+              type: float
+              sample: 1440.0
+            max_sm_clock_mhz:
+              description: The board's maximum SM clock in MHz.
+              type: float
+              sample: 1980.0
+            median_clock_fraction:
+              description: Median over the readings of SM clock divided by the maximum SM clock.
+              type: float
+              sample: 0.7273
+            median_temperature_c:
+              description: Median GPU temperature in degrees Celsius.
+              type: float
+              sample: 62.0
+            max_temperature_c:
+              description: Highest GPU temperature in degrees Celsius.
+              type: float
+              sample: 63.0
+            throttle_reason_samples:
+              description: Readings in which the clock throttle reasons were read.
+              type: int
+              sample: 159
+            throttle_reason_share:
+              description: Share of those readings with a reason that holds the clock below what the load asks
+                (power cap, power brake, thermal slowdown, HW slowdown); V(null) when no reasons were read.
+              type: float
+              sample: 1.0
+            power_reason_share:
+              description: Share with C(sw_power_cap) or C(hw_power_brake_slowdown).
+              type: float
+              sample: 1.0
+            thermal_reason_share:
+              description: Share with C(sw_thermal_slowdown) or C(hw_thermal_slowdown).
+              type: float
+              sample: 0.0
+            throttle_reason_shares:
+              description: Share of the readings with each reason that was active at least once, by NVML's bit
+                names in lower case (C(gpu_idle), C(sw_power_cap), C(hw_slowdown), C(sw_thermal_slowdown) ...).
+              type: dict
+              sample: {sw_power_cap: 1.0}
     total_mean_w:
       description: Sum of the GPUs' mean power in watts.
       type: float

@@ -2,8 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one GPU power reader: nvidia-smi's command line and fields, NVML's milliwatts, and the sources built on them.
 
-gpu_facts and serving_benchmark's sampler both read power through it; the last
-tests here hold them to the same figures for the same text and the same NVML.
+With activity, the same for utilisation, SM clocks, temperature and the clock throttle reasons.
+
+gpu_facts and serving_benchmark's sampler both read power through it; the tests
+under "one reader" hold them to the same figures for the same text and the same NVML.
 """
 
 from __future__ import annotations
@@ -155,3 +157,159 @@ def test_gpu_facts_and_the_sampler_read_nvml_alike_and_facts_round_as_nvidia_smi
     assert [gpu["power_draw_w"] for gpu in facts] == [412.5, 79.61]
     assert [reading.watts for reading in sampled] == [412.5, 79.613]
     assert [gpu["power_limit_w"] for gpu in facts] == [reading.limit_watts for reading in sampled] == [600.0, 600.0]
+
+
+# ---------------------------------------------------------------- activity: utilisation, clocks, temperature, reasons
+
+# Rows as nvidia-smi prints them for ACTIVITY_SAMPLE_FIELDS with --format=csv,noheader,nounits. Row 0 is
+# verbatim from the H200 of docs/evidence/h200-cause-verdicts.md (idle, driver 580.159.04); row 1 is that
+# H200's median reading under the bf16 GEMM loop of the same run, in the same format; row 2 a GPU that can
+# read neither its utilisation nor its reasons.
+ACTIVITY_ROWS = ("0, 83.15, 700.00, 0, 345, 1980, 41, 0x0000000000000001\n"
+                 "1, 691.80, 700.00, 99, 1440, 1980, 62, 0x0000000000000004\n"
+                 "2, 130.05, 600.00, [N/A], 1980, [N/A], 43, [N/A]\n")
+
+
+def fake_nvidia_smi_by_fields(tmp_path, answers):
+    """A stand-in for nvidia-smi that answers a query naming a field of ``answers`` with its (exit code, text)."""
+    cases = "".join("  *%s*) cat <<'EOF'\n%sEOF\n  exit %d;;\n" % (field, text, code)
+                    for field, (code, text) in answers.items())
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\necho \"$@\" >> '%s/args'\ncase \"$*\" in\n%sesac\nexit 9\n" % (tmp_path, cases))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+def test_an_activity_sample_asks_for_utilisation_clocks_temperature_and_clock_event_reasons():
+    assert gpu_power.nvidia_smi_query_argv("nvidia-smi", gpu_power.ACTIVITY_SAMPLE_FIELDS) == [
+        "nvidia-smi", "--query-gpu=index,power.draw,power.limit,utilization.gpu,clocks.sm,clocks.max.sm,"
+        "temperature.gpu,clocks_event_reasons.active", "--format=csv,noheader,nounits"]
+    assert gpu_power.ACTIVITY_SAMPLE_FIELDS_BEFORE_535[-1] == "clocks_throttle_reasons.active"
+
+
+def test_activity_rows_parse_into_readings_with_n_a_as_none():
+    assert gpu_power.parse_sample(ACTIVITY_ROWS, gpu_power.ACTIVITY_SAMPLE_FIELDS) == [
+        gpu_power.GpuReading(0, 83.15, 700.0, 0.0, 345.0, 1980.0, 41.0, ("gpu_idle",)),
+        gpu_power.GpuReading(1, 691.8, 700.0, 99.0, 1440.0, 1980.0, 62.0, ("sw_power_cap",)),
+        gpu_power.GpuReading(2, 130.05, 600.0, None, 1980.0, None, 43.0, None)]
+
+
+def test_a_power_only_row_is_no_activity_row_and_an_activity_row_no_power_row():
+    assert gpu_power.parse_sample(NVIDIA_SMI_ROWS, gpu_power.ACTIVITY_SAMPLE_FIELDS) == []
+    assert gpu_power.parse_power_sample(ACTIVITY_ROWS) == []
+
+
+@pytest.mark.parametrize("bits, names", [
+    (0x0, ()), (0x1, ("gpu_idle",)), (0x4, ("sw_power_cap",)),
+    (0x24, ("sw_power_cap", "sw_thermal_slowdown")), (0x48, ("hw_slowdown", "hw_thermal_slowdown")),
+    (0x80, ("hw_power_brake_slowdown",)), (0x400, ("other_0x400",)), (0x401, ("gpu_idle", "other_0x400"))])
+def test_a_reason_mask_reads_as_the_names_of_its_bits_and_unnamed_bits_as_hex(bits, names):
+    assert gpu_power.throttle_reason_names(bits) == names
+
+
+def test_a_reason_field_is_hex_and_n_a_or_an_odd_value_leaves_the_reasons_unknown():
+    assert gpu_power.parse_throttle_reasons("0x0000000000000000") == ()
+    assert gpu_power.parse_throttle_reasons(" 0x0000000000000004 ") == ("sw_power_cap",)
+    assert gpu_power.parse_throttle_reasons("[N/A]") is None
+    assert gpu_power.parse_sample("0, 80.0, 600.0, 5, 300, 2000, 40, Not Active\n",
+                                  gpu_power.ACTIVITY_SAMPLE_FIELDS)[0].throttle_reasons is None
+
+
+def test_a_reading_as_a_mapping_uses_the_names_of_the_results():
+    reading = gpu_power.GpuReading(1, 691.8, 700.0, 99.0, 1440.0, 1980.0, 62.0, ("sw_power_cap",))
+    assert reading.as_dict() == {"index": 1, "power_w": 691.8, "limit_w": 700.0, "util_pct": 99.0,
+                                 "sm_clock_mhz": 1440.0, "max_sm_clock_mhz": 1980.0, "temperature_c": 62.0,
+                                 "throttle_reasons": ["sw_power_cap"]}
+    assert gpu_power.GpuReading(0, None, None).as_dict()["throttle_reasons"] is None
+
+
+def test_nvidia_smi_with_activity_takes_the_clock_event_reason_field_where_the_driver_knows_it(tmp_path):
+    source = gpu_power.nvidia_smi_source(fake_nvidia_smi_by_fields(tmp_path, {
+        "clocks_event_reasons": (0, ACTIVITY_ROWS)}), activity=True)
+    assert source.activity and source.fields == gpu_power.ACTIVITY_SAMPLE_FIELDS
+    assert source.read()[1].throttle_reasons == ("sw_power_cap",)
+
+
+def test_a_driver_before_535_gets_the_throttle_reason_field(tmp_path):
+    rejected = 'Field "clocks_event_reasons.active" is not a valid field to query.\n'
+    source = gpu_power.nvidia_smi_source(fake_nvidia_smi_by_fields(tmp_path, {
+        "clocks_event_reasons": (2, rejected), "clocks_throttle_reasons": (0, ACTIVITY_ROWS)}), activity=True)
+    assert source.fields == gpu_power.ACTIVITY_SAMPLE_FIELDS_BEFORE_535
+    assert source.read()[0].util_pct == 0.0
+
+
+def test_nvidia_smi_that_answers_no_activity_field_still_gives_power(tmp_path):
+    smi = fake_nvidia_smi_by_fields(tmp_path, {"reasons": (2, "is not a valid field\n"),
+                                               "power.limit": (0, NVIDIA_SMI_ROWS)})
+    source = gpu_power.nvidia_smi_source(smi, activity=True)
+    assert not source.activity and source.fields == gpu_power.POWER_SAMPLE_FIELDS
+    assert source.read()[0] == gpu_power.GpuReading(0, 116.47, 700.0)
+
+
+def test_without_activity_nvidia_smi_is_asked_for_power_alone(tmp_path):
+    smi = fake_nvidia_smi_by_fields(tmp_path, {"power.limit": (0, NVIDIA_SMI_ROWS)})
+    assert gpu_power.nvidia_smi_source(smi).fields == gpu_power.POWER_SAMPLE_FIELDS
+    assert (tmp_path / "args").read_text().splitlines() == [
+        "--query-gpu=index,power.draw,power.limit --format=csv,noheader,nounits"]
+
+
+def test_nvidia_smi_that_fails_on_every_field_set_is_not_a_source_and_says_why(tmp_path):
+    with pytest.raises(gpu_power.PowerSourceUnavailable, match="exited with 9"):
+        gpu_power.nvidia_smi_source(fake_nvidia_smi_by_fields(tmp_path, {}), activity=True)
+
+
+def fake_pynvml_with_activity(event_reasons=True, temperature_v=False):
+    """fake_pynvml's GPUs (450 W and unreadable, of 600 W) that also answer the activity calls."""
+    nvml = fake_pynvml([450000, None])
+    nvml.NVML_CLOCK_SM, nvml.NVML_TEMPERATURE_GPU = 1, 0
+    nvml.nvmlDeviceGetUtilizationRates = lambda handle: types.SimpleNamespace(gpu=[97, 3][handle], memory=40)
+    nvml.nvmlDeviceGetClockInfo = lambda handle, clock: {1: 1800}[clock]
+
+    def max_clock(handle, clock):
+        nvml.calls.append("max clock")
+        return {1: 2000}[clock]
+
+    nvml.nvmlDeviceGetMaxClockInfo = max_clock
+    if temperature_v:
+        nvml.nvmlDeviceGetTemperatureV = lambda handle, sensor: {0: 71}[sensor]
+    else:
+        nvml.nvmlDeviceGetTemperature = lambda handle, sensor: {0: 70}[sensor]
+
+    def reasons(handle):
+        return [0x4, 0x21][handle]
+
+    if event_reasons:
+        nvml.nvmlDeviceGetCurrentClocksEventReasons = reasons
+    else:
+        nvml.nvmlDeviceGetCurrentClocksThrottleReasons = reasons
+    return nvml
+
+
+def test_nvml_with_activity_reads_utilisation_clocks_temperature_and_reasons(monkeypatch):
+    nvml = fake_pynvml_with_activity()
+    monkeypatch.setattr(gpu_power, "_import_pynvml", lambda: nvml)
+    source = gpu_power.open_power_source("/nonexistent/nvidia-smi", activity=True)
+    assert source.name == "nvml" and source.activity
+    assert source.read() == [
+        gpu_power.GpuReading(0, 450.0, 600.0, 97.0, 1800.0, 2000.0, 70.0, ("sw_power_cap",)),
+        gpu_power.GpuReading(1, None, 600.0, 3.0, 1800.0, 2000.0, 70.0, ("gpu_idle", "sw_thermal_slowdown"))]
+    source.read()
+    assert nvml.calls.count("max clock") == 2  # once per GPU at opening, not per reading
+
+
+def test_older_and_newer_nvml_bindings_are_read_alike():
+    older = fake_pynvml_with_activity(event_reasons=False, temperature_v=True)
+    assert gpu_power.nvml_throttle_reasons(older, 0) == ("sw_power_cap",)
+    assert gpu_power.nvml_temperature_c(older, 0) == 71.0
+
+
+def test_nvml_without_the_activity_calls_leaves_those_values_unknown_and_keeps_power(monkeypatch):
+    monkeypatch.setattr(gpu_power, "_import_pynvml", lambda: fake_pynvml([450000]))
+    source = gpu_power.nvml_source(activity=True)
+    assert source.read() == [gpu_power.GpuReading(0, 450.0, 600.0)]
+
+
+def test_nvml_without_activity_does_not_read_it(monkeypatch):
+    monkeypatch.setattr(gpu_power, "_import_pynvml", fake_pynvml_with_activity)
+    source = gpu_power.nvml_source()
+    assert not source.activity and source.read()[0] == gpu_power.GpuReading(0, 450.0, 600.0)

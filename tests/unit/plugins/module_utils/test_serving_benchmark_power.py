@@ -9,7 +9,10 @@ import time
 from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark as sb
 from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark_power as sbp
 from ansible_collections.sm120.sglang.plugins.module_utils.gpu_power import GpuReading, PowerSource, open_power_source
-from ansible_collections.sm120.sglang.tests.unit.plugins.module_utils.test_gpu_power import fake_nvidia_smi
+from ansible_collections.sm120.sglang.tests.unit.plugins.module_utils.test_gpu_power import (
+    ACTIVITY_ROWS,
+    fake_nvidia_smi,
+)
 from ansible_collections.sm120.sglang.tests.unit.plugins.module_utils.test_serving_benchmark import (
     SseServer,
     plan_for,
@@ -20,10 +23,16 @@ def test_power_summary_per_gpu_and_per_token():
     samples = [[GpuReading(0, 300.0, 600.0), GpuReading(1, None, 600.0)],
                [GpuReading(0, 500.0, 600.0), GpuReading(1, None, 600.0)]]
     power = sbp.summarize_power("nvml", 0.5, samples, duration_s=10.0, output_tokens=1000)
+    # Readings without activity fields leave the activity figures unknown, all but the median power fraction.
+    no_activity = {"samples": 0, "median_util_pct": None, "median_sm_clock_mhz": None, "max_sm_clock_mhz": None,
+                   "median_clock_fraction": None, "median_temperature_c": None, "max_temperature_c": None,
+                   "throttle_reason_samples": 0, "throttle_reason_share": None, "power_reason_share": None,
+                   "thermal_reason_share": None, "throttle_reason_shares": {}}
     assert power["gpus"] == [
         {"index": 0, "samples": 2, "mean_w": 400.0, "max_w": 500.0, "limit_w": 600.0,
-         "mean_fraction_of_limit": 0.6667},
-        {"index": 1, "samples": 0, "mean_w": None, "max_w": None, "limit_w": 600.0, "mean_fraction_of_limit": None},
+         "mean_fraction_of_limit": 0.6667, "activity": dict(no_activity, median_power_fraction=0.6667)},
+        {"index": 1, "samples": 0, "mean_w": None, "max_w": None, "limit_w": 600.0, "mean_fraction_of_limit": None,
+         "activity": dict(no_activity, median_power_fraction=None)},
     ]
     assert (power["total_mean_w"], power["energy_j"], power["joules_per_output_token"]) == (400.0, 4000.0, 4.0)
     assert power["reason"] is None and power["samples"] == 2
@@ -93,3 +102,38 @@ def test_run_samples_power_during_the_load(tmp_path, without_pynvml):
     assert power["source"] == "nvidia-smi" and power["samples"] >= 1
     assert power["energy_j"] == round(366.97 * result["duration_s"], 1)
     assert power["joules_per_output_token"] == round(power["energy_j"] / 40, 4)
+
+
+def reading(watts, util, clock, reasons, temperature=60.0, index=0):
+    return GpuReading(index, watts, 700.0, util, clock, 1980.0, temperature, reasons)
+
+
+def test_the_summary_gives_each_gpu_the_medians_and_reason_shares_of_its_activity():
+    # The first reading is the ramp of NVML's 1 s power average; the medians do not move for it.
+    samples = [[reading(120.0, 0.0, 345.0, ("gpu_idle",))],
+               [reading(690.0, 99.0, 1440.0, ("sw_power_cap",), 62.0)],
+               [reading(692.0, 99.0, 1455.0, ("sw_power_cap",), 63.0)],
+               [reading(694.0, 99.0, 1470.0, ("sw_power_cap", "sw_thermal_slowdown"), 64.0)],
+               [reading(693.0, 100.0, 1980.0, None, 64.0)]]
+    activity = sbp.summarize_power("nvml", 0.05, samples, 0.25, 0)["gpus"][0]["activity"]
+    assert activity == {
+        "samples": 5, "median_power_fraction": round(692.0 / 700, 4), "median_util_pct": 99.0,
+        "median_sm_clock_mhz": 1455.0, "max_sm_clock_mhz": 1980.0, "median_clock_fraction": round(1455 / 1980, 4),
+        "median_temperature_c": 63.0, "max_temperature_c": 64.0, "throttle_reason_samples": 4,
+        "throttle_reason_share": 0.75, "power_reason_share": 0.75, "thermal_reason_share": 0.25,
+        "throttle_reason_shares": {"gpu_idle": 0.25, "sw_power_cap": 0.75, "sw_thermal_slowdown": 0.25}}
+
+
+def test_activity_figures_read_mappings_as_they_read_readings():
+    readings = [reading(137.4, 100.0, 1980.0, ()), reading(137.5, 100.0, 1980.0, ())]
+    assert sbp.activity_figures([r.as_dict() for r in readings]) == sbp.activity_figures(readings)
+
+
+def test_the_sampler_asks_for_activity_and_takes_power_alone_where_nvidia_smi_answers_only_that(
+        tmp_path, without_pynvml):
+    sampler = sbp.power_sampler(sbp.PowerPlan(nvidia_smi=fake_nvidia_smi(tmp_path, rows=ACTIVITY_ROWS)))
+    assert sampler.source.activity and sampler.source.fields[-1] == "clocks_event_reasons.active"
+    older = tmp_path / "older"
+    older.mkdir()
+    sampler = sbp.power_sampler(sbp.PowerPlan(nvidia_smi=fake_nvidia_smi(older)))
+    assert not sampler.source.activity and sampler.source.read()[0] == GpuReading(0, 116.47, 700.0)
