@@ -12,7 +12,8 @@ sys.path.insert(0, os.path.join(ROOT, ".collections"))
 from ansible_collections.sm120.sglang.plugins.plugin_utils import sglang_releases  # noqa: E402
 
 DATA = sglang_releases.load()
-API_KEY = "molecule-api-key"
+# molecule.yml's sglang_service_api_key (it spells the dollar sign $$): quotes, a $ and a % travel intact.
+API_KEY = 'molecule-key $with "quotes" and 100%'
 
 
 def site_packages(host, venv):

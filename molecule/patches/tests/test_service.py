@@ -1,18 +1,18 @@
-"""After converge and side_effect: the GLM-5-NVFP4 unit runs the stand-in as sglang, healthy, with its key kept out of the unit."""
+"""After converge and side_effect: the GLM-5-NVFP4 unit runs the stand-in as sglang, healthy, its key in the config file only."""
 
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "resources", "tests"))
-from sglang_host import processes_holding  # noqa: E402
+from sglang_host import API_KEY, processes_holding  # noqa: E402
 
 UNIT = "sglang-glm-5-nvfp4.service"
 UNIT_PATH = "/etc/systemd/system/" + UNIT
 ENV_FILE = "/etc/sglang/glm-5-nvfp4.env"
 CONFIG_FILE = "/etc/sglang/glm-5-nvfp4.yaml"
-# molecule.yml's sglang_service_api_key.
-API_KEY = 'molecule-key $with "quotes" and 100%'
+# What each host runs, as molecule.yml installs it.
+INSTALLED = {"sm120-bookworm": "flashinfer-python==0.7.2,sglang==0.5.23", "sm120-trixie": "sglang==0.5.9"}
 
 
 def _get(host, path, key=None):
@@ -65,7 +65,7 @@ def test_the_server_runs_as_sglang_with_the_profiles_flags(host):
     assert argv[:2] == ["/opt/sglang/bin/python", "/opt/standin/sglang_standin.py"]
     joined = " ".join(argv)
     for flags in ("--model-path /srv/models/glm-5-nvfp4", "--tp-size 8", "--quantization modelopt_fp4",
-                  "--moe-runner-backend flashinfer_cutlass", "--disable-shared-experts-fusion",
+                  "--disable-shared-experts-fusion",
                   "--kv-cache-dtype bf16", "--mem-fraction-static 0.9", "--served-model-name glm-5",
                   "--host 0.0.0.0", "--port 30000"):
         assert flags in joined
@@ -89,8 +89,8 @@ def test_the_environment_file_is_root_only_and_records_what_the_host_runs(host):
     assert env.mode == 0o600
     content = env.content_string
     assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in content.splitlines()
-    # The installed set as the host has it (the wheel in /opt/sglang), the live gates as the patch play published.
-    assert "SM120_SGLANG_INSTALL_SET=sglang==0.5.9" in content.splitlines()
+    # The installed set as the host has it (the wheels in /opt/sglang), the live gates as the patch play published.
+    assert "SM120_SGLANG_INSTALL_SET=%s" % INSTALLED[host.backend.get_hostname()] in content.splitlines()
     assert "SM120_PATCHES_LIVE" in content
     assert "molecule-key" not in content
 
