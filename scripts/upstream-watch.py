@@ -125,7 +125,8 @@ def main(argv=None):
         kind = "a hole: older than %s, which the data describes" % newest if version in holes else "new"
         print("\n== SGLang %s (%s)" % (version, kind))
         for gate, found in gate_check.check_release(data, version, _reader(archive)).items():
-            verdict = "anchors and takes effect" if not found["problems"] else "BROKEN"
+            verdict = ("BROKEN" if found["problems"] else "nothing to check" if found["kind"] == "unsupported"
+                       else "native, as the entry says" if found["kind"] == "upstream" else "anchors and takes effect")
             print("  %s: entry %s (%s) %s" % (gate, found["versions"], found["kind"], verdict))
             for problem in found["problems"]:
                 print("    - %s" % problem)
