@@ -44,11 +44,12 @@ def real_communicator():
 
 
 def fusion_edits():
-    with open(os.path.join(ROOT, "roles", "sm120_patches", "vars", "catalog.yml")) as handle:
-        catalog = yaml.safe_load(handle)["__sm120_patches_catalog"]
-    gate = next(gate for gate in catalog["gates"] if gate["id"] == "flashinfer_allreduce_fusion")
-    entry = next(entry for entry in gate["releases"][0]["files"] if entry["path"] == COMMUNICATOR)
-    return entry["edits"]
+    """The fusion gate's communicator.py edits for the release, from the collection's release data."""
+    sys.path.insert(0, os.path.join(ROOT, ".collections"))
+    from ansible_collections.sm120.sglang.plugins.plugin_utils import sglang_releases
+
+    entry = sglang_releases.gate_entry(sglang_releases.load(), "flashinfer_allreduce_fusion", RELEASE)
+    return next(file_entry for file_entry in entry["files"] if file_entry["path"] == COMMUNICATOR)["edits"]
 
 
 def main():
