@@ -68,7 +68,9 @@ collection() {
       newest=$(ansible localhost -m ansible.builtin.debug -a "msg={{ lookup(\"sm120.sglang.sglang_release\", \"newest\").version }}")
       grep -q "\"msg\": \"0\.5\." <<<"$newest"
       ansible-playbook -i localhost, sm120.sglang.deploy --syntax-check
-      ansible-playbook -i localhost, sm120.sglang.deploy --list-tasks --tags rollback | grep -q "Roll every recorded patch back"')
+      # Read whole, not through grep -q: that closes the pipe and ansible-playbook dies on it.
+      tasks=$(ansible-playbook -i localhost, sm120.sglang.deploy --list-tasks --tags rollback 2>&1)
+      grep -q "Roll every recorded patch back" <<<"$tasks"')
 }
 
 # sglang_install_full installs the whole 11 GB GPU stack (5-10 min): run it by
