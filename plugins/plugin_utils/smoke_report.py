@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import power_cause_verdicts
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import (
     breached,
     get_in,
@@ -197,20 +198,31 @@ def _power_lines(result, thresholds):
     if not gpus:
         return ["Power: %s (%s)." % (NA, _inline(power.get("reason") or "no power figures"))]
     low = low_power_gpus(result, thresholds) if thresholds is not None else set()
+    causes = power_cause_verdicts(power)
+    by_index = {gpu["index"]: gpu for gpu in causes["gpus"]}
     rows = []
     for index, gpu in gpus:
+        cause = by_index.get(index, {})
         rows.append(["%d" % index, format_number(gpu.get("mean_w"), 1), format_number(gpu.get("max_w"), 1),
                      format_number(gpu.get("limit_w"), 1),
-                     _marked(format_number(gpu_fraction(gpu), 2), index in low)])
+                     _marked(format_number(gpu_fraction(gpu), 2), index in low),
+                     format_number(cause.get("median_util_pct"), 0),
+                     format_number(cause.get("median_clock_fraction"), 2),
+                     _inline(cause.get("verdict") or NA)])
     if len(gpus) > 1:
         mean_missed = thresholds is not None and "power_fraction" in breached(result, thresholds)
         rows.append(["mean"] + [format_number(mean_of_known(number(gpu.get(key)) for _index, gpu in gpus), 1)
                                 for key in ("mean_w", "max_w", "limit_w")]
-                    + [_marked(format_number(mean_power_fraction(result), 2), mean_missed)])
-    lines = _table(["GPU", "Mean W", "Max W", "Limit W", "Mean fraction of limit"], "lrrrr", rows)
+                    + [_marked(format_number(mean_power_fraction(result), 2), mean_missed),
+                       format_number(causes["host"].get("median_util_pct"), 0),
+                       format_number(causes["host"].get("median_clock_fraction"), 2),
+                       _inline(causes["host"].get("verdict") or NA)])
+    lines = _table(["GPU", "Mean W", "Max W", "Limit W", "Mean fraction of limit", "Util % (median)",
+                    "SM clock of max", "Cause"], "lrrrrrrl", rows)
     lines += ["", "Source %s; all GPUs together %s W on average, %s J per output token." % (
         _inline(power.get("source") or NA), format_number(power.get("total_mean_w"), 1),
-        format_number(power.get("joules_per_output_token"), 3))]
+        format_number(power.get("joules_per_output_token"), 3)),
+        "", "Cause: %s" % _inline(causes["host"]["explanation"])]
     return lines
 
 
@@ -240,10 +252,11 @@ def smoke_fleet_markdown(runs):
             _marked(format_number(result.get("output_tokens_per_s"), 1), "output_tokens_per_s" in breaches),
             _marked(format_number(get_in(result, "ttft_ms", "p99"), 1), "ttft_p99_ms" in breaches),
             _marked(format_number(fraction, 2), "power_fraction" in breaches),
+            _inline(power_cause_verdicts(get_in(result, "power") or {})["host"]["verdict"]),
             _codes(gate_names(run.get("patches_live"))),
             _codes(gate_names(get_in(run, "verdict", "rolled_back"))),
         ])
-    lines += _table(["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction", "Patches live",
-                     "Rolled back"], "llrrrll", rows)
+    lines += _table(["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction", "Cause", "Patches live",
+                     "Rolled back"], "llrrrlll", rows)
     lines += ["", "Figures of each host's final measurement; ✗ marks a miss of that host's threshold."]
     return "\n".join(lines) + "\n"

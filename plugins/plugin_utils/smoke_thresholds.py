@@ -14,6 +14,8 @@ import math
 from collections import namedtuple
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, power_cause_verdicts
+
 # figure -> (threshold key, the role variable that sets it, whether the figure must stay above it)
 THRESHOLDS = {
     "output_tokens_per_s": ("min_output_tok_s", "smoke_test_min_output_tok_s", True),
@@ -162,8 +164,17 @@ def _miss_message(result, check):
     watts = ", ".join("GPU%s %.0f/%.0f W" % (gpu.get("index"), number(gpu.get("mean_w")) or 0,
                                              number(gpu.get("limit_w")) or 0)
                       for _index, gpu in power_gpus(result))
-    return ("GPU power under load is %.2f of the limit on average, below the threshold %.2f "
-            "(%s): the GPUs are underfed (%s)." % (value, limit, variable, watts))
+    return ("GPU power under load is %.2f of the limit on average, below the threshold %.2f (%s): %s."
+            % (value, limit, variable, watts))
+
+
+def cause_message(result):
+    """Why the GPUs drew what they drew in this result (cause_verdict.py), None without activity samples."""
+    power = get_in(result, "power")
+    host = power_cause_verdicts(power if isinstance(power, Mapping) else {})["host"]
+    if host["verdict"] == UNKNOWN:
+        return None
+    return "Cause: %s" % host["explanation"]
 
 
 def threshold_misses(result, thresholds):
@@ -173,6 +184,9 @@ def threshold_misses(result, thresholds):
         return ["No request completed (%s failed): %s." % (
             result.get("failed_requests", 0), "; ".join(result.get("errors") or []) or "no error reported")]
     misses = [_miss_message(result, check) for check in threshold_checks(result, thresholds) if check.missed]
+    cause = cause_message(result) if misses else None
+    if cause:
+        misses.append(cause)
     if result.get("failed_requests"):
         misses.append("%d of %d requests failed: %s." % (
             result["failed_requests"], result["failed_requests"] + result["completed_requests"],

@@ -30,15 +30,20 @@ Anything else exits 2 saying the stand-in does not know it.
 Power draw under load, together with the SGLang stand-in
 (molecule/resources/standin_server/sglang_standin.py, which stands in for
 `python -m sglang.launch_server`): that server writes the per-GPU draw it
-emulates, one number in watts, to /var/lib/sglang/standin-power-draw (its
+emulates, in watts, and the utilisation in percent, to /var/lib/sglang/standin-power-draw (its
 SGLANG_STANDIN_POWER_FILE; here $NVIDIA_SMI_STANDIN_POWER_FILE, same default):
 480 W while it generates, 125 W while it generates with the FlashInfer
 allreduce-fusion gate patch live in the installed SGLang (the measured
 regression), 60 W idle. While that file exists, every GPU's power.draw, in
 --query-gpu and in the Pwr:Usage column of plain `nvidia-smi`, is that number
 (at most the GPU's power limit, as a real GPU is held to it); otherwise it is
-the capture's. serving_benchmark samples power through this, so its figures
-move with the stand-in server's load and with the patch.
+the capture's. utilization.gpu is the file's second number (96 % while it
+generates, 100 % with the fusion gate live: busy SMs at low power, a spin-wait;
+0 % idle) and [N/A] without the file; clocks.sm, clocks.max.sm,
+temperature.gpu and the clock event reasons are not emulated and read [N/A],
+as a driver prints a field it cannot read. serving_benchmark samples power and
+utilisation through this, so its figures and the cause verdict on them move
+with the stand-in server's load and with the patch.
 """
 
 from __future__ import annotations
@@ -59,6 +64,12 @@ COLUMNS = (
     "index", "name", "uuid", "pci.bus_id", "compute_cap", "memory.total", "memory.used", "power.draw",
     "power.limit", "power.default_limit", "power.min_limit", "power.max_limit", "persistence_mode",
 )
+
+
+# What serving_benchmark's sampler asks besides power (module_utils/gpu_power.py ACTIVITY_SAMPLE_FIELDS).
+ACTIVITY_COLUMNS = ("utilization.gpu", "clocks.sm", "clocks.max.sm", "temperature.gpu",
+                    "clocks_event_reasons.active", "clocks_throttle_reasons.active")
+NOT_EMULATED = "[N/A]"
 
 
 def fail(message, code=2):
@@ -89,17 +100,23 @@ def driver_version():
     return "[N/A]"
 
 
-def emulated_power_draw():
-    """Watts from the SGLang stand-in's power file; None when there is none to read."""
+def emulated_load():
+    """(watts, utilisation % or None) from the SGLang stand-in's power file; (None, None) when there is none to read."""
     path = os.environ.get("NVIDIA_SMI_STANDIN_POWER_FILE") or POWER_FILE
     try:
         with open(path) as power:
-            return float(power.read().split()[0])
+            numbers = power.read().split()
+        return float(numbers[0]), (float(numbers[1]) if len(numbers) > 1 else None)
     except FileNotFoundError:
-        return None
+        return None, None
     except (OSError, ValueError, IndexError) as exc:
         sys.stderr.write("nvidia-smi stand-in: ignoring %s (%s); reporting the captured power draw\n" % (path, exc))
-        return None
+        return None, None
+
+
+def emulated_power_draw():
+    """Watts from the SGLang stand-in's power file; None when there is none to read."""
+    return emulated_load()[0]
 
 
 def held_to_limit(draw, limit):
@@ -111,9 +128,14 @@ def held_to_limit(draw, limit):
 
 def gpus():
     rows = [dict(zip(COLUMNS, (cell.strip() for cell in row))) for row in csv.reader(read("query-gpu.csv").splitlines()) if row]
-    draw = emulated_power_draw()
+    draw, util = emulated_load()
     for gpu in rows:
         gpu["driver_version"] = driver_version()
+        # Not in the captures (they are of idle GPUs): utilisation comes from the SGLang stand-in's file,
+        # the rest is not emulated and reads as a real driver prints a field it cannot read.
+        gpu.update({field: NOT_EMULATED for field in ACTIVITY_COLUMNS})
+        if util is not None:
+            gpu["utilization.gpu"] = "%.0f" % util
         try:
             with open(os.path.join(STATE, "power-limit-%s" % gpu["index"])) as state:
                 gpu["power.limit"] = state.read().strip()
@@ -166,7 +188,7 @@ def query(args, ident):
     if "--format=csv,noheader,nounits" not in args:
         fail("nvidia-smi stand-in: only --format=csv,noheader,nounits is captured")
     for field in fields:
-        if field not in COLUMNS and field != "driver_version":
+        if field not in COLUMNS and field not in ACTIVITY_COLUMNS and field != "driver_version":
             fail('Field "%s" is not a valid field to query.' % field)
     for gpu in select(gpus(), ident):
         print(", ".join(gpu[field] for field in fields))

@@ -37,16 +37,17 @@ environment. A gate is live for it when
 - pcie_ipc_allreduce: SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1 in its environment.
 
 What a live gate does comes from SGLANG_STANDIN_EFFECTS, a JSON object gate ->
-{"speed": factor on tokens/s, "load_w": per-GPU draw under load}; by default
-the fusion gate plays the regression measured when it was first tried
-(GLM-5-NVFP4 on 8x RTX PRO 6000: about 3,740 -> 236 output tok/s, the GPUs at
-125 W of 600 W) and the others change nothing. stderr says what it found, and why.
+{"speed": factor on tokens/s, "load_w": per-GPU draw under load, "util_pct":
+GPU utilisation under load}; by default the fusion gate plays the regression
+measured when it was first tried (GLM-5-NVFP4 on 8x RTX PRO 6000: about 3,740
+-> 236 output tok/s, the GPUs at 125 W of 600 W, busy: a spin-wait) and the
+others change nothing. stderr says what it found, and why.
 
-- It writes the power draw it emulates for each GPU (all alike), in watts, one number, to
+- It writes the power draw (watts) and utilisation (percent) it emulates for each GPU (all alike), two numbers, to
   SGLANG_STANDIN_POWER_FILE (default /var/lib/sglang/standin-power-draw, in the
   service's WorkingDirectory, which the service user owns): the load draw while
   at least one generation request is in flight (480 W, 0.8 of the 600 W limit,
-  or the live gates' draw), the idle draw (60 W) otherwise, at start and at
+  at 96 % utilisation, or the live gates' figures), the idle ones (60 W, 0 %) otherwise, at start and at
   exit (SIGTERM, SIGINT). Each write is a temp file in the same directory and os.replace().
 
 How the two stand-ins cooperate: the nvidia-smi stand-in
@@ -83,6 +84,7 @@ from sglang_standin_gpu import (
     PowerDraw,
     effects,
     live_gates,
+    load_util_pct,
     load_watts,
     sglang_package_dir,
     tokens_per_second,
@@ -127,7 +129,7 @@ class Standin:
         self.created = int(time.time())
         self.live = sorted(live)
         self.chosen = chosen or DEFAULT_EFFECTS
-        self.power = PowerDraw(power_file, load_watts(self.live, self.chosen))
+        self.power = PowerDraw(power_file, load_watts(self.live, self.chosen), load_util_pct(self.live, self.chosen))
 
     def tokens_per_second(self):
         return tokens_per_second(self.live, self.chosen)

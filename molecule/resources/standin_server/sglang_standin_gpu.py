@@ -33,6 +33,13 @@ FUSION_SLOWDOWN = UNPATCHED_OUTPUT_TOK_S / FUSION_PATCHED_OUTPUT_TOK_S  # about 
 LOAD_W = 480.0
 FUSION_LOAD_W = 125.0
 IDLE_W = 60.0
+# GPU utilisation (NVML's share of time a kernel ran) in percent. Healthy decoding keeps the SMs busy;
+# the fusion's TRT-LLM kernels spin on flags the peers set late, so the SMs stay busy at 125 W: a
+# spin-wait, not a lack of work (near 100 % busy at 125-140 W, ../shared/research; the H200 spinning
+# on a flag held 100 % at 125-137 W, docs/evidence/h200-cause-verdicts.md). Idle: nothing runs.
+LOAD_UTIL_PCT = 96.0
+FUSION_UTIL_PCT = 100.0
+IDLE_UTIL_PCT = 0.0
 
 FUSION_FILES = (os.path.join("sglang", "srt", "layers", "communicator.py"),
                 os.path.join("sglang", "srt", "layers", "layer_boundary", "residual", "add_norm.py"))
@@ -43,7 +50,8 @@ FUSION_CONDITION_WITH_SM120 = re.compile(
 FUSION_FLAGS = ("--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend")
 CUSTOM_AR_FILE = os.path.join("sglang", "srt", "distributed", "device_communicators", "custom_all_reduce.py")
 CUSTOM_AR_WITH_SM120 = re.compile(r"if self\.world_size == 2 or self\.full_nvlink or is_sm120_supported\(\):")
-DEFAULT_EFFECTS = {"flashinfer_allreduce_fusion": {"speed": 1 / FUSION_SLOWDOWN, "load_w": FUSION_LOAD_W}}
+DEFAULT_EFFECTS = {"flashinfer_allreduce_fusion": {"speed": 1 / FUSION_SLOWDOWN, "load_w": FUSION_LOAD_W,
+                                                   "util_pct": FUSION_UTIL_PCT}}
 POWER_FILE = "/var/lib/sglang/standin-power-draw"
 
 
@@ -83,7 +91,7 @@ def live_gates(package_dir, argv, environ):
 
 
 def effects(environ):
-    """gate -> {speed, load_w}: SGLANG_STANDIN_EFFECTS over the default (the measured fusion regression)."""
+    """gate -> {speed, load_w, util_pct}: SGLANG_STANDIN_EFFECTS over the default (the measured fusion regression)."""
     chosen = dict(DEFAULT_EFFECTS)
     chosen.update(json.loads(environ.get("SGLANG_STANDIN_EFFECTS") or "{}"))
     return chosen
@@ -104,12 +112,26 @@ def load_watts(live=(), chosen=None):
     return min(draws) if draws else LOAD_W
 
 
-class PowerDraw:
-    """The per-GPU draw the stand-in emulates, kept in a file for the nvidia-smi stand-in."""
+def load_util_pct(live=(), chosen=None):
+    """GPU utilisation while a request is generating: that of the live gate that sets the draw, else the healthy one."""
+    chosen = chosen or DEFAULT_EFFECTS
+    setting = [chosen[gate] for gate in live if "load_w" in chosen.get(gate, {})]
+    if not setting:
+        return LOAD_UTIL_PCT
+    lowest = min(setting, key=lambda effect: float(effect["load_w"]))
+    return float(lowest.get("util_pct", LOAD_UTIL_PCT))
 
-    def __init__(self, path, load_w):
+
+class PowerDraw:
+    """The per-GPU draw and utilisation the stand-in emulates, kept in a file for the nvidia-smi stand-in.
+
+    The file holds two numbers: watts, then utilisation in percent.
+    """
+
+    def __init__(self, path, load_w, load_util_pct=LOAD_UTIL_PCT):
         self.path = path
         self.load_w = load_w
+        self.load_util_pct = load_util_pct
         self.in_flight = 0
         self.closed = False
         self.warned = False
@@ -117,11 +139,11 @@ class PowerDraw:
 
     def start(self):
         with self.lock:
-            self._write(IDLE_W)
+            self._write(IDLE_W, IDLE_UTIL_PCT)
 
     def close(self):
         with self.lock:
-            self._write(IDLE_W)
+            self._write(IDLE_W, IDLE_UTIL_PCT)
             self.closed = True
 
     @contextlib.contextmanager
@@ -129,16 +151,16 @@ class PowerDraw:
         with self.lock:
             self.in_flight += 1
             if self.in_flight == 1:
-                self._write(self.load_w)
+                self._write(self.load_w, self.load_util_pct)
         try:
             yield
         finally:
             with self.lock:
                 self.in_flight -= 1
                 if self.in_flight == 0:
-                    self._write(IDLE_W)
+                    self._write(IDLE_W, IDLE_UTIL_PCT)
 
-    def _write(self, watts):
+    def _write(self, watts, util_pct):
         # Atomic, so nvidia-smi never reads half a number: a temp file beside the target, then os.replace().
         if self.closed:
             return
@@ -146,7 +168,7 @@ class PowerDraw:
         try:
             handle, temp = tempfile.mkstemp(prefix=".standin-power-draw.", dir=os.path.dirname(self.path) or ".")
             with os.fdopen(handle, "w") as stream:
-                stream.write("%.2f\n" % watts)
+                stream.write("%.2f %.0f\n" % (watts, util_pct))
             # Readable by whoever runs nvidia-smi, not only the service user.
             os.chmod(temp, 0o644)
             os.replace(temp, self.path)

@@ -23,6 +23,7 @@ import time
 import pytest
 
 from ansible_collections.sm120.sglang.plugins.module_utils import gpu_power
+from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import power_cause_verdicts
 from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark import (
     BenchmarkPlan,
     PowerPlan,
@@ -78,6 +79,22 @@ def test_a_draw_above_the_limit_is_held_to_it(tmp_path):
     (tmp_path / "power").write_text("900\n")
     assert set(_draws(_nvidia_smi(QUERY, tmp_path / "power").stdout)) == {"600.00"}
     assert "600W /  600W" in _nvidia_smi([], tmp_path / "power").stdout
+
+
+def test_utilisation_comes_from_the_power_file_and_the_rest_reads_not_available(tmp_path):
+    fields = ",".join(gpu_power.ACTIVITY_SAMPLE_FIELDS)
+    (tmp_path / "power").write_text("125.00 100\n")
+    done = _nvidia_smi(["--query-gpu=" + fields, "--format=csv,noheader,nounits", "-i", "0"], tmp_path / "power")
+    assert done.stdout == "0, 125.00, 600.00, 100, [N/A], [N/A], [N/A], [N/A]\n"
+    readings = gpu_power.parse_sample(done.stdout, gpu_power.ACTIVITY_SAMPLE_FIELDS)
+    assert (readings[0].watts, readings[0].util_pct, readings[0].sm_clock_mhz) == (125.0, 100.0, None)
+    # Without the file, as of an idle capture: no utilisation either.
+    done = _nvidia_smi(["--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits", "-i", "0"],
+                       tmp_path / "absent")
+    assert done.stdout == "0, [N/A]\n"
+    # A file of one number (an older stand-in) is still its power.
+    (tmp_path / "power").write_text("480\n")
+    assert _draws(_nvidia_smi(QUERY, tmp_path / "power").stdout)[0] == "480.00"
 
 
 def test_an_unreadable_power_file_falls_back_to_the_capture_and_says_so(tmp_path):
@@ -185,4 +202,10 @@ def test_serving_benchmark_sees_the_fusion_gate_collapse_in_throughput_and_power
     assert {gpu["max_w"] for gpu in shipped["power"]["gpus"]} == {480.0}
     assert {gpu["max_w"] for gpu in patched["power"]["gpus"]} == {125.0}
     # Between runs the GPUs read idle.
-    assert float(shipped_power.read_text()) == float(patched_power.read_text()) == 60.0
+    assert shipped_power.read_text() == patched_power.read_text() == "60.00 0\n"
+    # Utilisation tells the collapse's cause: busy SMs at a fifth of the limit spin; the shipped server works.
+    for result, util in ((shipped, (50.0, 96.0)), (patched, (50.0, 100.0))):
+        for gpu in result["power"]["gpus"]:
+            assert util[0] <= gpu["activity"]["median_util_pct"] <= util[1], gpu
+    assert power_cause_verdicts(patched["power"], {"min_samples": 2})["host"]["verdict"] == "spin-wait"
+    assert power_cause_verdicts(shipped["power"], {"min_samples": 2})["host"]["verdict"] == "compute-bound"

@@ -286,7 +286,12 @@ def test_with_the_fusion_gate_live_generation_collapses(pair):
 
 
 def _power(path):
-    return float(path.read_text())
+    return float(path.read_text().split()[0])
+
+
+def _util(path):
+    """The file's second number: the utilisation the nvidia-smi stand-in reports."""
+    return float(path.read_text().split()[1])
 
 
 def _open_stream(port, max_tokens):
@@ -303,16 +308,17 @@ def _open_stream(port, max_tokens):
     return conn, response
 
 
-@pytest.mark.parametrize("name, load_w", [("shipped", 480.0), ("patched", 125.0)])
-def test_the_power_file_holds_the_load_draw_while_generating_and_idle_otherwise(pair, name, load_w):
+@pytest.mark.parametrize("name, load_w, util", [("shipped", 480.0, 96.0), ("patched", 125.0, 100.0)])
+def test_the_power_file_holds_the_load_draw_while_generating_and_idle_otherwise(pair, name, load_w, util):
     server = pair[name]
-    assert _power(server["power"]) == 60.0  # written at start
+    assert _power(server["power"]) == 60.0 and _util(server["power"]) == 0.0  # written at start
     conn, response = _open_stream(server["port"], 8)
-    assert _power(server["power"]) == load_w
+    # The fusion's collapse draws little with busy SMs: a spin-wait, not an idle GPU.
+    assert (_power(server["power"]), _util(server["power"])) == (load_w, util)
     assert response.read().rstrip().endswith(b"data: [DONE]")
     conn.close()
     # The draw goes back to idle before the last token's stream ends, so it is idle now.
-    assert _power(server["power"]) == 60.0
+    assert (_power(server["power"]), _util(server["power"])) == (60.0, 0.0)
     assert stat.S_IMODE(server["power"].stat().st_mode) == 0o644
     assert not [p for p in server["power"].parent.iterdir() if p.name.startswith(".standin-power-draw.")]
 

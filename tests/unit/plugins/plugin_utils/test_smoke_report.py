@@ -34,11 +34,21 @@ def _latency(mean, p50, p90, p99):
     return {"mean": mean, "p50": p50, "p90": p90, "p99": p99}
 
 
-def _power(watts, output_tok_s, limit=600.0, gpus=8):
+def _activity(watts, limit, util):
+    """What serving_benchmark's summary gives per GPU: busy SMs at full clock, spinning at 125 W or working at 480."""
+    return {"samples": 80, "median_power_fraction": round(watts / limit, 4), "median_util_pct": util,
+            "median_sm_clock_mhz": 2430.0, "max_sm_clock_mhz": 2430.0, "median_clock_fraction": 1.0,
+            "median_temperature_c": 61.0, "max_temperature_c": 64.0, "throttle_reason_samples": 80,
+            "throttle_reason_share": 0.0, "power_reason_share": 0.0, "thermal_reason_share": 0.0,
+            "throttle_reason_shares": {}}
+
+
+def _power(watts, output_tok_s, limit=600.0, gpus=8, util=100.0):
     return {
         "source": "nvidia-smi", "reason": None, "interval_s": 0.5, "samples": 80, "sample_errors": 0,
         "gpus": [{"index": i, "samples": 80, "mean_w": watts, "max_w": watts + 9.5, "limit_w": limit,
-                  "mean_fraction_of_limit": round(watts / limit, 4)} for i in range(gpus)],
+                  "mean_fraction_of_limit": round(watts / limit, 4), "activity": _activity(watts, limit, util)}
+                 for i in range(gpus)],
         "total_mean_w": watts * gpus, "energy_j": watts * gpus * 40.0,
         "joules_per_output_token": round(watts * gpus / output_tok_s, 4),
     }
@@ -142,12 +152,36 @@ def test_markdown_has_a_power_table_per_measurement():
     text = smoke_report_markdown(RUN)
     assert "## Power: 1. with new patches: flashinfer_allreduce_fusion" in text
     assert "## Power: 2. after rolling back flashinfer_allreduce_fusion" in text
-    assert _rows(text, "GPU")[0] == ["GPU", "Mean W", "Max W", "Limit W", "Mean fraction of limit"]
+    assert _rows(text, "GPU")[0] == ["GPU", "Mean W", "Max W", "Limit W", "Mean fraction of limit",
+                                     "Util % (median)", "SM clock of max", "Cause"]
     gpu_rows = _rows(text, "0 ")
-    assert gpu_rows == [["0", "125.0", "134.5", "600.0", "0.21"], ["0", "480.0", "489.5", "600.0", "0.80"]]
-    assert _rows(text, "mean") == [["mean", "125.0", "134.5", "600.0", "0.21"],
-                                   ["mean", "480.0", "489.5", "600.0", "0.80"]]
+    assert gpu_rows == [["0", "125.0", "134.5", "600.0", "0.21", "100", "1.00", "spin-wait"],
+                        ["0", "480.0", "489.5", "600.0", "0.80", "100", "1.00", "compute-bound"]]
+    assert _rows(text, "mean") == [["mean", "125.0", "134.5", "600.0", "0.21", "100", "1.00", "spin-wait"],
+                                   ["mean", "480.0", "489.5", "600.0", "0.80", "100", "1.00", "compute-bound"]]
     assert "Source nvidia-smi; all GPUs together 3,840.0 W on average, 1.027 J per output token." in text
+    # The sentence under each table says why, with the numbers.
+    assert "Cause: Host spin-wait on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8: GPU 0 is spin-waiting: busy 100 % of the time" in text
+    assert "Cause: Host compute-bound on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8" in text
+
+
+def test_markdown_tells_underfed_from_spin_wait_at_the_same_power():
+    run = copy.deepcopy(RUN)
+    run["measurements"] = run["measurements"][:1]
+    run["measurements"][0]["result"]["power"] = _power(125.0, 236.0, util=12.0)
+    text = smoke_report_markdown(run)
+    assert _rows(text, "0 ")[0][-1] == "underfed"
+    assert "GPU 0 is underfed: busy only 12 % of the time at 0.21 of its 600 W limit" in text
+    assert _rows(smoke_fleet_markdown([run]), "gpu-node-1")[0][5] == "underfed"
+
+
+def test_markdown_says_why_there_is_no_cause_without_activity_readings():
+    run = copy.deepcopy(RUN)
+    for gpu in run["measurements"][0]["result"]["power"]["gpus"]:
+        del gpu["activity"]
+    text = smoke_report_markdown(run)
+    assert _rows(text, "0 ")[0][-3:] == ["n/a", "n/a", "unknown"]
+    assert "Cause: No verdict for the host: GPU 0 has no verdict: no power or utilisation readings" in text
 
 
 def test_markdown_marks_the_final_figures_that_miss_their_thresholds():
@@ -237,11 +271,13 @@ def test_fleet_table_has_a_row_per_host_from_its_final_measurement():
     text = smoke_fleet_markdown([RUN, failing, bare])
     assert text.startswith("# Smoke check: 3 hosts\n\nFAIL 1, PASS 1, REGRESSION ROLLED BACK 1\n")
     assert _rows(text, "Host")[0] == ["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction",
-                                      "Patches live", "Rolled back"]
+                                      "Cause", "Patches live", "Rolled back"]
     assert _rows(text, "gpu-node") == [
-        ["gpu-node-1", "REGRESSION ROLLED BACK", "3,740.0", "2,900.0", "0.80", "none", "`flashinfer_allreduce_fusion`"],
-        ["gpu-node-2", "FAIL", "**236.0** ✗", "**61,000.0** ✗", "**0.21** ✗", "`flashinfer_allreduce_fusion`", "none"],
-        ["gpu-node-3", "PASS", "n/a", "n/a", "n/a", "none", "none"],
+        ["gpu-node-1", "REGRESSION ROLLED BACK", "3,740.0", "2,900.0", "0.80", "compute-bound", "none",
+         "`flashinfer_allreduce_fusion`"],
+        ["gpu-node-2", "FAIL", "**236.0** ✗", "**61,000.0** ✗", "**0.21** ✗", "spin-wait",
+         "`flashinfer_allreduce_fusion`", "none"],
+        ["gpu-node-3", "PASS", "n/a", "n/a", "n/a", "unknown", "none", "none"],
     ]
 
 

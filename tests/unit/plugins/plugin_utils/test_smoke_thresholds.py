@@ -19,12 +19,17 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds impo
 THRESHOLDS = {"min_output_tok_s": 3000, "max_ttft_p99_ms": 20000, "min_power_fraction": 0.3}
 
 
-def result(output=3740.0, ttft_p99=900.0, watts=250.0, failed=0, completed=256):
+def result(output=3740.0, ttft_p99=900.0, watts=250.0, failed=0, completed=256, util=None):
+    """A serving_benchmark result; with ``util``, each GPU's activity figures as its power summary gives them."""
+    activity = {} if util is None else {"activity": {
+        "samples": 40, "median_power_fraction": round(watts / 600.0, 4), "median_util_pct": util,
+        "median_clock_fraction": 1.0, "max_sm_clock_mhz": 2430.0, "throttle_reason_samples": 40,
+        "throttle_reason_share": 0.0, "power_reason_share": 0.0, "thermal_reason_share": 0.0}}
     return {
         "completed_requests": completed, "failed_requests": failed, "errors": ["request 3: HTTP 500"] if failed else [],
         "output_tokens_per_s": output, "ttft_ms": {"p99": ttft_p99},
-        "power": {"gpus": [{"index": i, "mean_w": watts, "limit_w": 600.0, "mean_fraction_of_limit": watts / 600.0}
-                           for i in range(8)]},
+        "power": {"gpus": [dict({"index": i, "mean_w": watts, "limit_w": 600.0, "mean_fraction_of_limit": watts / 600.0},
+                                **activity) for i in range(8)]},
     }
 
 
@@ -37,8 +42,21 @@ def test_the_articles_collapse_misses_throughput_and_power_by_name():
     assert misses[0] == ("Output throughput 236.0 tok/s is below the threshold 3000.0 tok/s "
                          "(smoke_test_min_output_tok_s).")
     assert misses[1].startswith("GPU power under load is 0.21 of the limit on average, below the threshold 0.30")
-    assert "underfed" in misses[1] and "GPU0 125/600 W" in misses[1]
-    assert len(misses) == 2
+    assert "GPU0 125/600 W" in misses[1]
+    # Power alone cannot tell a spin from a lack of work: without activity readings no cause is claimed.
+    assert len(misses) == 2 and not any("underfed" in miss or "spin" in miss for miss in misses)
+
+
+def test_a_miss_names_its_cause_from_the_activity_readings():
+    spinning = threshold_misses(result(output=236.0, watts=125.0, util=100.0), THRESHOLDS)
+    assert len(spinning) == 3
+    assert spinning[2].startswith("Cause: Host spin-wait on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8: GPU 0 is spin-waiting: "
+                                  "busy 100 % of the time yet drawing only 0.21 of its 600 W limit")
+    underfed = threshold_misses(result(output=236.0, watts=125.0, util=9.0), THRESHOLDS)
+    assert underfed[2].startswith("Cause: Host underfed on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8: GPU 0 is underfed: "
+                                  "busy only 9 % of the time")
+    # A pass carries no cause message: the verdict lists misses only.
+    assert threshold_misses(result(util=97.0), THRESHOLDS) == []
 
 
 def test_slow_first_token_and_failed_requests():
