@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-# Three filters in one file, so each is documented in its own sidecar, as
-# ansible.builtin's core filters are: smoke_report_markdown.yml, smoke_report_svg.yml
-# and smoke_fleet_markdown.yml. A DOCUMENTATION here would be shown by ansible-doc
+# Four filters in one file, so each is documented in its own sidecar, as
+# ansible.builtin's core filters are: smoke_report_markdown.yml, smoke_report_svg.yml,
+# smoke_fleet_markdown.yml and bench_serving_jsonl.yml. A DOCUMENTATION here would be shown by ansible-doc
 # for all three (ansible.utils.plugin_docs reads the .py first when it has docs).
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils.bench_record import RecordError, bench_serving_jsonl
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_report import (
     ReportError,
     smoke_fleet_markdown,
@@ -23,7 +24,7 @@ def _filter(render):
     def run_filter(value):
         try:
             return render(value)
-        except (ReportError, ThresholdError) as exc:
+        except (ReportError, ThresholdError, RecordError) as exc:
             raise AnsibleFilterError(str(exc))
 
     run_filter.__name__ = render.__name__
@@ -37,4 +38,5 @@ class FilterModule:
             "smoke_report_markdown": _filter(smoke_report_markdown),
             "smoke_report_svg": _filter(smoke_report_svg),
             "smoke_fleet_markdown": _filter(smoke_fleet_markdown),
+            "bench_serving_jsonl": _filter(bench_serving_jsonl),
         }

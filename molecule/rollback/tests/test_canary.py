@@ -52,9 +52,24 @@ def test_the_report_holds_the_collapse_and_the_recovery(regressing):
     # Unpatched the stand-in draws 0.8 of the limit under load; the mean also
     # holds readings between requests (idle 0.1), so the check is the threshold's.
     assert min(gpu["mean_fraction_of_limit"] for gpu in last["result"]["power"]["gpus"]) > 0.3
+    # Why: busy SMs at low power, a spin-wait (the stand-in plays the article's TRT-LLM kernels), said in the
+    # verdict and in the report, with the numbers.
+    regression = [message for message in run["verdict"]["messages"] if message.startswith("Regression, rolled back: ")]
+    assert len(regression) == 1 and "with them: Host spin-wait on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8" in regression[0]
+    assert {gpu["activity"]["median_util_pct"] for gpu in first["result"]["power"]["gpus"]} == {100.0}
     base = os.path.join(REPORTS, run["run_id"], host.backend.get_hostname())
     with open(base + ".md") as handle:
-        assert "flashinfer_allreduce_fusion" in handle.read()
+        report = handle.read()
+    assert "flashinfer_allreduce_fusion" in report
+    assert "Cause: Host spin-wait on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8: GPU 0 is spin-waiting: busy 100 % of the time" in report
+    # Each measurement is also one sglang.bench_serving record, with power and the cause.
+    with open(base + ".jsonl") as handle:
+        records = [json.loads(line) for line in handle]
+    assert [record["tag"] for record in records] == [m["label"] for m in run["measurements"]]
+    assert [record["output_throughput"] for record in records] == [
+        m["result"]["output_tokens_per_s"] for m in run["measurements"]]
+    assert records[0]["cause"] == "spin-wait" and records[0]["backend"] == "sglang-oai"
+    assert records[0]["power_limit_w"] == 8 * 600.0 and records[0]["avg_power_w"] < 0.3 * 8 * 600.0
     with open(base + ".svg") as handle:
         assert handle.read().lstrip().startswith(("<svg", "<?xml"))
     assert os.path.exists(os.path.join(REPORTS, run["run_id"], "fleet.md"))
