@@ -127,6 +127,15 @@ def _marked(text, missed):
     return "**%s** ✗" % text if missed and text != NA else text
 
 
+def cost_text(run):
+    """What the run spent in restarts, the price of an experiment on a real host."""
+    restarts, seconds = number(get_in(run, "cost", "restarts")), number(get_in(run, "cost", "restart_s"))
+    if restarts is None:
+        return NA
+    return "%d restart%s of the server, %s min until it was healthy again" % (
+        restarts, "" if restarts == 1 else "s", format_number(seconds / 60.0 if seconds is not None else None, 1))
+
+
 # ------------------------------------------------------------------ Markdown, one host
 
 def smoke_report_markdown(run):
@@ -144,6 +153,7 @@ def smoke_report_markdown(run):
     if config.get("load"):
         lines.append("- Load (endpoint/concurrency/requests/input/output tokens): %s" % _code(config["load"]))
     lines.append("- Patches live now: %s" % _codes(gate_names(run.get("patches_live"))))
+    lines.append("- Cost: %s" % cost_text(run))
     lines.append("- Thresholds: output at least %s tok/s, TTFT p99 at most %s ms, GPU power at least %s of the limit" % (
         format_number(thresholds.get("min_output_tok_s"), 1), format_number(thresholds.get("max_ttft_p99_ms"), 1),
         format_number(thresholds.get("min_power_fraction"), 2)))
@@ -253,10 +263,11 @@ def smoke_fleet_markdown(runs):
             _marked(format_number(get_in(result, "ttft_ms", "p99"), 1), "ttft_p99_ms" in breaches),
             _marked(format_number(fraction, 2), "power_fraction" in breaches),
             _inline(power_cause_verdicts(get_in(result, "power") or {})["host"]["verdict"]),
+            _count(get_in(run, "cost", "restarts")),
             _codes(gate_names(run.get("patches_live"))),
             _codes(gate_names(get_in(run, "verdict", "rolled_back"))),
         ])
-    lines += _table(["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction", "Cause", "Patches live",
-                     "Rolled back"], "llrrrlll", rows)
+    lines += _table(["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction", "Cause", "Restarts",
+                     "Patches live", "Rolled back"], "llrrrlrll", rows)
     lines += ["", "Figures of each host's final measurement; ✗ marks a miss of that host's threshold."]
     return "\n".join(lines) + "\n"

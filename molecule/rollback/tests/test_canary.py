@@ -35,6 +35,7 @@ def test_a_gate_that_does_not_regress_is_kept(host):
         pytest.skip("the fusion gate regresses there")
     run = canary_run(host, "pass")
     assert run["patches_live"] == ["custom_allreduce_pcie", "moe_runner_sm120"]
+    assert 1 <= run["cost"]["restarts"] <= 3, run["cost"]
     kept = [message for message in run["verdict"]["messages"] if message.startswith("Kept: ")]
     assert len(kept) == 1 and "custom_allreduce_pcie" in kept[0] and "moe_runner_sm120" in kept[0]
 
@@ -62,6 +63,9 @@ def test_the_report_holds_the_collapse_and_the_recovery(regressing):
         report = handle.read()
     assert "flashinfer_allreduce_fusion" in report
     assert "Cause: Host spin-wait on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8: GPU 0 is spin-waiting: busy 100 % of the time" in report
+    # Two new gates cost at most three restarts: live, off for the baseline, and no third for the rollback
+    # (the baseline run had them off already). Each is timed until /health answered (the stand-in warms up).
+    assert 1 <= run["cost"]["restarts"] <= 3 and run["cost"]["restart_s"] > 0, run["cost"]
     # Each measurement is also one sglang.bench_serving record, with power and the cause.
     with open(base + ".jsonl") as handle:
         records = [json.loads(line) for line in handle]

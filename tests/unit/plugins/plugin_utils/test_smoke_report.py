@@ -78,6 +78,8 @@ RUN = {
                "load": "completions/64/256/1024/256"},
     "patches_live": [],
     "thresholds": {"min_output_tok_s": 3000, "max_ttft_p99_ms": 20000, "min_power_fraction": 0.3},
+    # The patches going live, the baseline without them: GLM-5 loads in 7-8 minutes a restart.
+    "cost": {"restarts": 2, "restart_s": 912.0},
     "measurements": [
         {"label": "with new patches: " + GATE, "patches_live": [GATE], "result": _result(236.0, 125.0, 61000.0)},
         {"label": "after rolling back " + GATE, "patches_live": [], "result": _result(3740.0, 480.0, 2900.0)},
@@ -127,6 +129,7 @@ def test_markdown_names_host_verdict_configuration_and_thresholds():
     assert text.startswith("# Smoke check: gpu-node-1 — REGRESSION ROLLED BACK\n")
     assert "Profile `glm5-nvfp4-tp8`, SGLang `0.5.9`, model `glm-5`" in text
     assert "- Patches live now: none" in text
+    assert "- Cost: 2 restarts of the server, 15.2 min until it was healthy again" in text
     assert ("Thresholds: output at least 3,000.0 tok/s, TTFT p99 at most 20,000.0 ms, "
             "GPU power at least 0.30 of the limit") in text
     assert "## Verdict: REGRESSION ROLLED BACK" in text
@@ -163,6 +166,14 @@ def test_markdown_has_a_power_table_per_measurement():
     # The sentence under each table says why, with the numbers.
     assert "Cause: Host spin-wait on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8: GPU 0 is spin-waiting: busy 100 % of the time" in text
     assert "Cause: Host compute-bound on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8" in text
+
+
+def test_markdown_counts_one_restart_and_none():
+    assert "- Cost: 1 restart of the server, 7.5 min until" in smoke_report_markdown(
+        dict(RUN, cost={"restarts": 1, "restart_s": 450}))
+    assert "- Cost: 0 restarts of the server, 0.0 min until" in smoke_report_markdown(
+        dict(RUN, cost={"restarts": "0", "restart_s": "0.0"}))
+    assert "- Cost: n/a" in smoke_report_markdown({k: v for k, v in RUN.items() if k != "cost"})
 
 
 def test_markdown_tells_underfed_from_spin_wait_at_the_same_power():
@@ -271,13 +282,13 @@ def test_fleet_table_has_a_row_per_host_from_its_final_measurement():
     text = smoke_fleet_markdown([RUN, failing, bare])
     assert text.startswith("# Smoke check: 3 hosts\n\nFAIL 1, PASS 1, REGRESSION ROLLED BACK 1\n")
     assert _rows(text, "Host")[0] == ["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction",
-                                      "Cause", "Patches live", "Rolled back"]
+                                      "Cause", "Restarts", "Patches live", "Rolled back"]
     assert _rows(text, "gpu-node") == [
-        ["gpu-node-1", "REGRESSION ROLLED BACK", "3,740.0", "2,900.0", "0.80", "compute-bound", "none",
+        ["gpu-node-1", "REGRESSION ROLLED BACK", "3,740.0", "2,900.0", "0.80", "compute-bound", "2", "none",
          "`flashinfer_allreduce_fusion`"],
-        ["gpu-node-2", "FAIL", "**236.0** ✗", "**61,000.0** ✗", "**0.21** ✗", "spin-wait",
+        ["gpu-node-2", "FAIL", "**236.0** ✗", "**61,000.0** ✗", "**0.21** ✗", "spin-wait", "2",
          "`flashinfer_allreduce_fusion`", "none"],
-        ["gpu-node-3", "PASS", "n/a", "n/a", "n/a", "unknown", "none", "none"],
+        ["gpu-node-3", "PASS", "n/a", "n/a", "n/a", "unknown", "n/a", "none", "none"],
     ]
 
 
