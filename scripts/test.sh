@@ -3,7 +3,10 @@
 # what is missing (scripts/setup.sh), then ansible-lint, ansible-test sanity,
 # the unit tests, the upstream watch, the built-collection check and every
 # molecule scenario.
-# Runs all stages, prints a summary, exits non-zero if any stage failed.
+# Runs all stages, prints a summary, exits non-zero if any stage failed. The
+# static stages run in the background beside the molecule scenarios that measure
+# nothing; the scenarios with a throughput canary (patches, rollback) run alone
+# after them, so that no other load on the cores moves their measurements.
 # SM120_TEST_STAGES="unit molecule" runs only those stages.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -13,16 +16,18 @@ source .venv/bin/activate
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
 
 stages=${SM120_TEST_STAGES:-"lint sanity unit watch collection molecule"}
-passed=0 failed=0 failures=()
+# Each stage writes "name ok|FAILED" here; the summary counts them, whichever shell ran the stage.
+results=$(mktemp /tmp/sm120-test-results.XXXX)
+# A stage "name:part" is selected by its name.
 stage() {
   local name=$1; shift
-  [[ " $stages " == *" $name "* ]] || return 0
+  [[ " $stages " == *" ${name%%:*} "* ]] || return 0
   printf '\n===== %s =====\n' "$name"
   local start=$SECONDS
   if "$@"; then
-    passed=$((passed + 1)); printf '===== %s: ok (%ss)\n' "$name" $((SECONDS - start))
+    echo "$name ok" >>"$results"; printf '===== %s: ok (%ss)\n' "$name" $((SECONDS - start))
   else
-    failed=$((failed + 1)); failures+=("$name"); printf '===== %s: FAILED (%ss)\n' "$name" $((SECONDS - start))
+    echo "$name FAILED" >>"$results"; printf '===== %s: FAILED (%ss)\n' "$name" $((SECONDS - start))
   fi
 }
 
@@ -75,11 +80,9 @@ collection() {
 
 # sglang_install_full installs the whole 11 GB GPU stack (5-10 min): run it by
 # hand, `molecule test -s sglang_install_full`, not on every test run.
-molecule_all() {
+molecule_scenarios() {
   local scenario rc=0
-  for scenario in molecule/*/molecule.yml; do
-    scenario=$(basename "$(dirname "$scenario")")
-    [[ $scenario == sglang_install_full ]] && continue
+  for scenario in "$@"; do
     echo "--- molecule scenario $scenario"
     molecule test -s "$scenario" > "/tmp/molecule-$scenario.log" 2>&1
     local status=$?
@@ -92,12 +95,36 @@ molecule_all() {
   return $rc
 }
 
-stage lint lint
-stage sanity sanity
-stage unit unit
-stage watch watch
-stage collection collection
-stage molecule molecule_all
+# The scenarios that measure throughput (their canary compares one run with
+# another) run alone; the others measure nothing and share the two cores with
+# the static stages, which run beside them in the background.
+measuring=(patches rollback)
+others=()
+for scenario in molecule/*/molecule.yml; do
+  scenario=$(basename "$(dirname "$scenario")")
+  [[ $scenario == sglang_install_full || " ${measuring[*]} " == *" $scenario "* ]] || others+=("$scenario")
+done
+molecule_others() { molecule_scenarios "${others[@]}"; }
+molecule_measuring() { molecule_scenarios "${measuring[@]}"; }
 
-printf '\nstages: %d passed, %d failed%s\n' "$passed" "$failed" "${failures:+ (${failures[*]})}"
+static_stages() {
+  stage lint lint
+  stage sanity sanity
+  stage unit unit
+  stage watch watch
+  stage collection collection
+}
+
+static_log=$(mktemp /tmp/sm120-static-stages.XXXX)
+static_stages >"$static_log" 2>&1 &
+static_pid=$!
+stage molecule:unmeasured molecule_others
+wait "$static_pid"
+cat "$static_log"
+stage molecule:measuring molecule_measuring
+
+passed=$(grep -c ' ok$' "$results")
+failures=$(grep ' FAILED$' "$results" | cut -d' ' -f1 | tr '\n' ' ')
+failed=$(grep -c ' FAILED$' "$results")
+printf '\nstages: %d passed, %d failed%s\n' "$passed" "$failed" "${failures:+ (${failures% })}"
 ((failed == 0))
