@@ -33,11 +33,11 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+# Beside this script (run as a script, its directory is on sys.path).
+from h200_power_sampling import put_collection_on_path
 
 _PRELUDE = r"""
 import json, sys, time
@@ -180,11 +180,7 @@ EXPECTED = {"matmul": "compute-bound", "spin": "spin-wait", "underfed": "underfe
 
 def import_collection(collections):
     """(gpu_power, serving_benchmark_power, cause_verdict) from the checkout, as the module and filters import them."""
-    if collections is None:
-        collections = Path(tempfile.mkdtemp(prefix="sm120-collections-"))
-        (collections / "ansible_collections" / "sm120").mkdir(parents=True)
-        (collections / "ansible_collections" / "sm120" / "sglang").symlink_to(REPO)
-    sys.path.insert(0, str(collections))
+    put_collection_on_path(collections)
     from ansible_collections.sm120.sglang.plugins.module_utils import gpu_power, serving_benchmark_power
     from ansible_collections.sm120.sglang.plugins.plugin_utils import cause_verdict
     return gpu_power, serving_benchmark_power, cause_verdict

@@ -55,13 +55,18 @@ print(json.dumps({"device": torch.cuda.get_device_name(0), "torch": torch.__vers
 """
 
 
-def import_module_utils(collections):
-    """(gpu_power, serving_benchmark_power): the reader and the sampler, as the module imports them."""
+def put_collection_on_path(collections):
+    """Make the checkout importable as ansible_collections.sm120.sglang (through a link when no path is given)."""
     if collections is None:
         collections = Path(tempfile.mkdtemp(prefix="sm120-collections-"))
         (collections / "ansible_collections" / "sm120").mkdir(parents=True)
         (collections / "ansible_collections" / "sm120" / "sglang").symlink_to(REPO)
     sys.path.insert(0, str(collections))
+
+
+def import_module_utils(collections):
+    """(gpu_power, serving_benchmark_power): the reader and the sampler, as the module imports them."""
+    put_collection_on_path(collections)
     from ansible_collections.sm120.sglang.plugins.module_utils import gpu_power, serving_benchmark_power
     return gpu_power, serving_benchmark_power
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import power_cause_verdicts
+from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import result_host_verdict
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import get_in, number, power_gpus
 
 BACKENDS = {"completions": "sglang-oai", "chat": "sglang-oai-chat"}
@@ -94,7 +94,7 @@ def bench_serving_record(measurement, run):
         "power_limit_w": round(sum(limits), 1) if limits and None not in limits else None,
         "joules_per_output_token": number(get_in(result, "power", "joules_per_output_token")),
         "power_source": get_in(result, "power", "source"),
-        "cause": power_cause_verdicts(get_in(result, "power") or {})["host"]["verdict"],
+        "cause": result_host_verdict(result)["verdict"],
         "failed": result.get("failed_requests"),
         "host": run.get("host"),
         "run_id": run.get("run_id"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, power_cause_verdicts
+from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, result_host_verdict
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
 
 
@@ -38,13 +38,6 @@ def tolerance_of(raw):
     return value
 
 
-def cause_of(measurement):
-    """The host's cause verdict for a measurement, from its result's power samples."""
-    result = measurement.get("result") if isinstance(measurement, Mapping) else None
-    power = result.get("power") if isinstance(result, Mapping) else None
-    return power_cause_verdicts(power if isinstance(power, Mapping) else {})["host"]
-
-
 def canary_comparison(patched, baseline, tolerance, gates):
     """The patched measurement against the baseline: regressed or not, the change, and the sentence to report.
 
@@ -57,7 +50,7 @@ def canary_comparison(patched, baseline, tolerance, gates):
     without = _throughput(baseline, "baseline")
     change = with_gates / max(without, 0.001) - 1
     regressed = with_gates < without * (1 - tolerance)
-    cause = cause_of(patched)
+    cause = result_host_verdict(patched.get("result"))
     message = "%s gave %.1f output tok/s against a baseline of %.1f (%+.1f %%, tolerance -%.1f %%)" % (
         ", ".join(str(gate) for gate in gates) or "no patch", with_gates, without, change * 100, tolerance * 100)
     if cause["verdict"] != UNKNOWN:

@@ -257,6 +257,12 @@ def cause_verdicts(samples, thresholds=None):
     return {"gpus": gpus, "host": host_verdict(gpus), "thresholds": asdict(limits)}
 
 
+def result_host_verdict(result, thresholds=None):
+    """The host's verdict for a serving_benchmark result, from its ``power``; unknown where it has none."""
+    power = result.get("power") if isinstance(result, Mapping) else None
+    return power_cause_verdicts(power if isinstance(power, Mapping) else {}, thresholds)["host"]
+
+
 def power_cause_verdicts(power, thresholds=None):
     """The same verdicts from a serving_benchmark result's ``power`` (its gpus[].activity figures)."""
     limits = thresholds_from(thresholds)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import power_cause_verdicts
+from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import power_cause_verdicts, result_host_verdict
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import (
     breached,
     get_in,
@@ -262,7 +262,7 @@ def smoke_fleet_markdown(runs):
             _marked(format_number(result.get("output_tokens_per_s"), 1), "output_tokens_per_s" in breaches),
             _marked(format_number(get_in(result, "ttft_ms", "p99"), 1), "ttft_p99_ms" in breaches),
             _marked(format_number(fraction, 2), "power_fraction" in breaches),
-            _inline(power_cause_verdicts(get_in(result, "power") or {})["host"]["verdict"]),
+            _inline(result_host_verdict(result)["verdict"]),
             _count(get_in(run, "cost", "restarts")),
             _codes(gate_names(run.get("patches_live"))),
             _codes(gate_names(get_in(run, "verdict", "rolled_back"))),

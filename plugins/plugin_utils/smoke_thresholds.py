@@ -14,7 +14,7 @@ import math
 from collections import namedtuple
 from collections.abc import Mapping
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, power_cause_verdicts
+from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, result_host_verdict
 
 # figure -> (threshold key, the role variable that sets it, whether the figure must stay above it)
 THRESHOLDS = {
@@ -170,8 +170,7 @@ def _miss_message(result, check):
 
 def cause_message(result):
     """Why the GPUs drew what they drew in this result (cause_verdict.py), None without activity samples."""
-    power = get_in(result, "power")
-    host = power_cause_verdicts(power if isinstance(power, Mapping) else {})["host"]
+    host = result_host_verdict(result)
     if host["verdict"] == UNKNOWN:
         return None
     return "Cause: %s" % host["explanation"]

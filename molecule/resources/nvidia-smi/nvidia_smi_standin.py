@@ -114,11 +114,6 @@ def emulated_load():
         return None, None
 
 
-def emulated_power_draw():
-    """Watts from the SGLang stand-in's power file; None when there is none to read."""
-    return emulated_load()[0]
-
-
 def held_to_limit(draw, limit):
     try:
         return min(draw, float(limit))
@@ -152,7 +147,7 @@ USAGE_CELL = re.compile(r"( +)(\d+|N/A)W( / +)(\d+)W")
 
 def plain():
     text = read("nvidia-smi.txt")
-    draw = emulated_power_draw()
+    draw, _util = emulated_load()
     if draw is None:
         return text
 

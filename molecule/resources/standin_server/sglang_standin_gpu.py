@@ -105,21 +105,21 @@ def tokens_per_second(live=(), chosen=None):
     return rate
 
 
+def _load_effect(live, chosen):
+    """The effect of the live gate that sets the load figures (the lowest draw), {} when none sets a draw."""
+    chosen = chosen or DEFAULT_EFFECTS
+    setting = [chosen[gate] for gate in live if "load_w" in chosen.get(gate, {})]
+    return min(setting, key=lambda effect: float(effect["load_w"])) if setting else {}
+
+
 def load_watts(live=(), chosen=None):
     """Per-GPU draw while a request is generating: the lowest a live gate sets, else the healthy draw."""
-    draws = [float((chosen or DEFAULT_EFFECTS)[gate]["load_w"]) for gate in live
-             if "load_w" in (chosen or DEFAULT_EFFECTS).get(gate, {})]
-    return min(draws) if draws else LOAD_W
+    return float(_load_effect(live, chosen).get("load_w", LOAD_W))
 
 
 def load_util_pct(live=(), chosen=None):
     """GPU utilisation while a request is generating: that of the live gate that sets the draw, else the healthy one."""
-    chosen = chosen or DEFAULT_EFFECTS
-    setting = [chosen[gate] for gate in live if "load_w" in chosen.get(gate, {})]
-    if not setting:
-        return LOAD_UTIL_PCT
-    lowest = min(setting, key=lambda effect: float(effect["load_w"]))
-    return float(lowest.get("util_pct", LOAD_UTIL_PCT))
+    return float(_load_effect(live, chosen).get("util_pct", LOAD_UTIL_PCT))
 
 
 class PowerDraw:
