@@ -2,18 +2,26 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Send streamed requests to an OpenAI-compatible endpoint, a fixed number at a time, and time every token.
 
-The request driver runs one thread per concurrent stream, each with its own
-persistent HTTP/1.1 connection, and reads the server-sent events of each
-streamed response as they arrive. It knows nothing of what the requests ask
-for: serving_benchmark.py builds their bodies and sums up the outcomes.
+One thread drives every concurrent stream: non-blocking sockets, one persistent
+HTTP/1.1 connection per stream, and one selector that says which have data. The
+time of each read is taken once, as the selector returns, before anything is
+parsed. An earlier design ran one thread per stream, and at 128 streams its
+tokens waited for the GIL before they were timed: TTFT read 25 to 35 % high,
+and at 256 streams several tokens came in one read, ITL p50 reading 0.1 ms for
+20 ms (benchmarks/serving_benchmark_accuracy.py measures this). It knows nothing
+of what the requests ask for: serving_benchmark.py builds their bodies and sums
+up the outcomes; serving_benchmark_stream.py parses each response.
 
 Standard library only: this runs on the target with the host's own Python 3.9+.
 """
 
 from __future__ import annotations
 
+import errno
 import http.client
-import json
+import os
+import select
+import selectors
 import socket
 import ssl
 import threading
@@ -22,19 +30,20 @@ from dataclasses import dataclass
 from typing import List, Optional
 from urllib.parse import urlsplit
 
+from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_stream import (  # noqa: F401
+    Outcome,
+    RequestFailed,
+    ResponseParser,
+)
+
 ENDPOINT_PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 _READ_SIZE = 65536
-_ERROR_BODY_LIMIT = 2048
-# Threads finish by the run's deadline through their socket timeouts; a name
-# lookup cannot be interrupted, so the join waits this much longer, then gives up.
-_JOIN_GRACE_S = 2.0
-# A socket timeout set to the time left may fire a hair early; such a failure still counts as the deadline's.
+# A name lookup cannot be interrupted: it runs in a thread the run waits for until its deadline.
 _DEADLINE_SLACK_S = 0.05
-
-
-class RequestFailed(Exception):
-    """One request failed; the message says how, for the report."""
+_IN_PROGRESS = (errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN)
+# The server may close an idle keep-alive connection just as a request goes out on it.
+_STALE_CONNECTION_ERRORS = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 @dataclass(frozen=True)
@@ -49,29 +58,10 @@ class Target:
         host = "[%s]" % self.host if ":" in self.host else self.host
         return "%s://%s:%d%s" % (self.scheme, host, self.port, self.path)
 
-    def connect(self, timeout):
-        if self.scheme == "https":
-            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
-                                               context=ssl.create_default_context())
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-
-
-@dataclass
-class Outcome:
-    """One request, times from time.perf_counter()."""
-
-    started: float
-    finished: float
-    error: Optional[str] = None
-    hit_deadline: bool = False
-    first_token: Optional[float] = None
-    token_times: Optional[List[float]] = None
-    prompt_tokens: Optional[int] = None
-    completion_tokens: Optional[int] = None
-
     @property
-    def ok(self):
-        return self.error is None
+    def host_header(self):
+        host = "[%s]" % self.host if ":" in self.host else self.host
+        return host if self.port == (443 if self.scheme == "https" else 80) else "%s:%d" % (host, self.port)
 
 
 # ---------------------------------------------------------------- where requests go
@@ -102,76 +92,11 @@ def request_headers(api_key):
     return headers
 
 
-# ---------------------------------------------------------------- one streamed request
-
-def _chunk_has_text(event):
-    choices = event.get("choices")
-    if not choices:
-        return False
-    choice = choices[0]
-    if choice.get("text"):
-        return True
-    delta = choice.get("delta")
-    # Reasoning models (GLM-5 behind a reasoning parser) stream their thinking
-    # as reasoning_content; those are output tokens too.
-    return bool(delta and (delta.get("content") or delta.get("reasoning_content")))
-
-
-def read_event_stream(response, sock, deadline, outcome):
-    """Consume one SSE response into ``outcome``: token arrival times and usage.
-
-    This is the per-token path, so it stays lean: one clock read and one socket
-    timeout per read, one json.loads per event. The socket timeout shrinks with
-    the time left, so a server that stops sending cannot hold the run past its
-    deadline.
-    """
-    clock = time.perf_counter
-    loads = json.loads
-    token_times = []
-    add_token = token_times.append
-    usage = None
-    done = False
-    pending = b""
-    read1 = response.read1
-    now = clock()
-    while True:
-        remaining = deadline - now
-        if remaining <= 0:
-            raise socket.timeout("the run's deadline passed while streaming")
-        sock.settimeout(remaining)
-        block = read1(_READ_SIZE)
-        now = clock()
-        if not block:
-            break
-        if pending:
-            block = pending + block
-        lines = block.split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            if not line.startswith(b"data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                done = True
-                outcome.finished = now
-                continue
-            try:
-                event = loads(payload)
-            except ValueError:
-                raise RequestFailed("the stream carried invalid JSON: %r" % payload[:120])
-            if _chunk_has_text(event):
-                add_token(now)
-            if event.get("usage"):
-                usage = event["usage"]
-            if event.get("error"):
-                raise RequestFailed("the server reported an error in the stream: %s" % json.dumps(event["error"]))
-    if not done:
-        raise RequestFailed("the stream ended without data: [DONE] after %d chunks with text" % len(token_times))
-    outcome.token_times = token_times
-    outcome.first_token = token_times[0] if token_times else None
-    if usage:
-        outcome.prompt_tokens = usage.get("prompt_tokens")
-        outcome.completion_tokens = usage.get("completion_tokens")
+def request_head(target, headers):
+    """The request line and headers, up to the Content-Length value, which each body completes."""
+    lines = ["POST %s HTTP/1.1" % target.path, "Host: %s" % target.host_header, "Accept-Encoding: identity"]
+    lines += ["%s: %s" % item for item in headers.items()]
+    return ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
 
 
 def describe_error(exc):
@@ -188,130 +113,304 @@ def describe_error(exc):
     return "%s: %s" % (type(exc).__name__, exc)
 
 
-def _error_body(response):
-    body = response.read(_ERROR_BODY_LIMIT).decode("utf-8", "replace").strip()
-    return " ".join(body.split())
+def _resolve(target, deadline):
+    """The addresses to connect to, looked up once for the run; by the deadline or a timeout."""
+    found = {}
 
-
-def _post_and_stream(conn, target, body, headers, deadline, outcome):
-    conn.request("POST", target.path, body, headers)
-    # getresponse() may close the connection (Connection: close); the response
-    # keeps reading from this same socket.
-    sock = conn.sock
-    response = conn.getresponse()
-    if response.status != 200:
-        raise RequestFailed("HTTP %d %s: %s" % (response.status, response.reason, _error_body(response)))
-    read_event_stream(response, sock, deadline, outcome)
-
-
-# The server may close an idle keep-alive connection just as a request goes out on it.
-_STALE_CONNECTION_ERRORS = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
-
-
-class _RequestWorker:
-    """Sends requests one after another over one persistent connection."""
-
-    def __init__(self, target, headers, deadline):
-        self.target = target
-        self.headers = headers
-        self.deadline = deadline
-        self.conn = None
-
-    def send(self, body):
-        clock = time.perf_counter
-        outcome = Outcome(started=clock(), finished=0.0)
-        reused = self.conn is not None
+    def look_up():
         try:
-            try:
-                self._exchange(body, outcome)
-            except _STALE_CONNECTION_ERRORS:
-                if not reused:
-                    raise
-                self.close()
-                outcome.started = clock()
-                self._exchange(body, outcome)
-        except Exception as exc:
-            # Any failure is this request's result; the run goes on.
-            self.close()
-            outcome.finished = clock()
-            outcome.error = describe_error(exc)
-            outcome.hit_deadline = outcome.finished >= self.deadline - _DEADLINE_SLACK_S
-        return outcome
+            found["addresses"] = socket.getaddrinfo(target.host, target.port, 0, socket.SOCK_STREAM)
+        except Exception as exc:  # handed to the caller
+            found["error"] = exc
 
-    def _exchange(self, body, outcome):
-        remaining = self.deadline - time.perf_counter()
-        if remaining <= 0:
-            raise socket.timeout("the run's deadline passed before the request was sent")
-        if self.conn is None:
-            self.conn = self.target.connect(remaining)
-        elif self.conn.sock is not None:
-            self.conn.sock.settimeout(remaining)
+    lookup = threading.Thread(target=look_up, name="serving-benchmark-lookup", daemon=True)
+    lookup.start()
+    lookup.join(max(deadline - time.perf_counter(), 0))
+    if "error" in found:
+        raise found["error"]
+    if "addresses" not in found:
+        raise socket.timeout("the run's deadline passed while looking up %s" % target.host)
+    return found["addresses"]
+
+
+# ---------------------------------------------------------------- one stream's connection
+
+class _Stream:
+    """One of the concurrent streams: its connection and the request on it, driven by the selector's events."""
+
+    __slots__ = ("drive", "sock", "connecting", "handshaking", "addresses", "reused", "index", "outcome", "parser",
+                 "request", "unsent", "retried", "events")
+
+    def __init__(self, drive):
+        self.drive = drive
+        self.sock = None
+        self.events = 0
+        self.index = None
+
+    # -- requests
+
+    def start(self, index):
+        drive = self.drive
+        self.index = index
+        body = drive.prepared.pop(index, None) or drive.bodies(index)
+        self.request = drive.head + b"%d\r\n\r\n" % len(body) + body
+        self.retried = False
+        self.outcome = Outcome(started=time.perf_counter(), finished=0.0)
+        self.parser = ResponseParser(self.outcome)
+        self._guarded(self._send_or_connect)
+
+    def _send_or_connect(self):
+        self.unsent = self.request
+        self.reused = self.sock is not None
+        if self.sock is None:
+            self.addresses = list(self.drive.addresses)
+            self._connect()
         else:
-            self.conn.timeout = remaining
-        _post_and_stream(self.conn, self.target, body, self.headers, self.deadline, outcome)
+            self._send()
+
+    def _connect(self):
+        family, kind, proto, dummy, address = self.addresses.pop(0)
+        sock = socket.socket(family, kind, proto)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = sock
+        self.connecting = True
+        self.handshaking = False
+        code = sock.connect_ex(address)
+        if code not in (0,) + _IN_PROGRESS:
+            self._connect_failed(code)
+            return
+        # On loopback (and a fast LAN) the connection is up by now: send at once rather than after every other
+        # stream's start, which would count their time in this request's TTFT.
+        if code == 0 or select.select((), (sock,), (), 0)[1]:
+            self._connect_done()
+        else:
+            self._watch(selectors.EVENT_WRITE)
+
+    def _connect_failed(self, code):
+        self.close()
+        if self.addresses:
+            self._connect()
+            return
+        raise OSError(code, os.strerror(code))
+
+    def _connected(self):
+        self.connecting = False
+        if self.drive.tls is not None:
+            self.sock = self.drive.tls.wrap_socket(self.sock, server_hostname=self.drive.target.host,
+                                                   do_handshake_on_connect=False)
+            self.handshaking = True
+            self._handshake()
+        else:
+            self._send()
+
+    def _handshake(self):
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._watch(selectors.EVENT_READ)
+            return
+        except ssl.SSLWantWriteError:
+            self._watch(selectors.EVENT_WRITE)
+            return
+        self.handshaking = False
+        self._send()
+
+    def _send(self):
+        events = selectors.EVENT_WRITE
+        try:
+            sent = self.sock.send(self.unsent)
+        except (BlockingIOError, ssl.SSLWantWriteError):
+            sent = 0
+        except ssl.SSLWantReadError:
+            sent, events = 0, selectors.EVENT_READ
+        self.unsent = self.unsent[sent:]
+        self._watch(events if self.unsent else selectors.EVENT_READ)
+
+    # -- selector events
+
+    def on_event(self, mask, now):
+        if self.sock is None:
+            return  # closed by an earlier event of this pass
+        if self.connecting:
+            self._guarded(self._connect_done)
+        elif self.handshaking:
+            self._guarded(self._handshake)
+        elif self.unsent:
+            self._guarded(self._send)
+        else:
+            self._guarded(self._receive, now)
+
+    def _guarded(self, step, *args):
+        """Run one step; any failure is this request's result, and the run goes on."""
+        try:
+            step(*args)
+        except _STALE_CONNECTION_ERRORS as exc:
+            if not self.reused or self.retried or self.parser.answered:
+                self.fail(exc)
+                return
+            # A keep-alive connection the server had closed: once more, on a new one.
+            self.close()
+            self.retried = True
+            self.outcome.started = time.perf_counter()
+            self._guarded(self._send_or_connect)
+        except Exception as exc:
+            self.fail(exc)
+
+    def _connect_done(self):
+        code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            self._connect_failed(code)
+        else:
+            self._connected()
+
+    def _receive(self, now):
+        sock = self.sock
+        drive = self.drive
+        try:
+            # Into one buffer of the run's: recv() would allocate its whole size for every read.
+            data = drive.view[:sock.recv_into(drive.view)].tobytes()
+        except (BlockingIOError, ssl.SSLWantReadError):
+            return
+        if drive.tls is not None:
+            while data and sock.pending():
+                data += sock.recv(_READ_SIZE)
+        parser = self.parser
+        if data:
+            if not parser.feed(data, now):
+                return
+        else:
+            parser.eof()
+        if not parser.keep_alive:
+            self.close()
+        self.drive.done(self)
+
+    def fail(self, exc):
+        outcome = self.outcome
+        outcome.finished = time.perf_counter()
+        outcome.error = describe_error(exc)
+        outcome.hit_deadline = outcome.finished >= self.drive.deadline - _DEADLINE_SLACK_S
+        self.close()
+        self.drive.done(self)
+
+    # -- the socket
+
+    def _watch(self, events):
+        if events == self.events:
+            return
+        selector = self.drive.selector
+        if self.events:
+            selector.modify(self.sock, events, self)
+        else:
+            selector.register(self.sock, events, self)
+        self.events = events
 
     def close(self):
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        if self.sock is not None:
+            if self.events:
+                self.drive.selector.unregister(self.sock)
+                self.events = 0
+            self.sock.close()
+            self.sock = None
 
 
 # ---------------------------------------------------------------- many requests
-
-class _Jobs:
-    """Hands out request numbers 0..count-1 to the workers."""
-
-    def __init__(self, count):
-        self._next = iter(range(count))
-        self._lock = threading.Lock()
-
-    def take(self):
-        with self._lock:
-            return next(self._next, None)
-
 
 @dataclass
 class DriveResult:
     outcomes: List[Optional[Outcome]]
     started: float
     finished: float
-    stuck_threads: int
+    # Kept from the thread-per-stream design, whose threads could be stuck in a name lookup; always 0 now.
+    stuck_threads: int = 0
 
     @property
     def timed_out(self):
         return self.stuck_threads > 0 or any(o is None or o.hit_deadline for o in self.outcomes)
 
 
+class _Drive:
+    """The run's requests handed out to the streams, and their outcomes."""
+
+    def __init__(self, target, bodies, count, headers, deadline):
+        self.target = target
+        self.bodies = bodies
+        self.count = count
+        self.deadline = deadline
+        self.head = request_head(target, headers)
+        self.tls = ssl.create_default_context() if target.scheme == "https" else None
+        self.selector = selectors.DefaultSelector()
+        self.view = memoryview(bytearray(_READ_SIZE))
+        self.addresses = None
+        self.outcomes = [None] * count
+        # The first requests' bodies, built before the clock starts: built in turn as each stream starts,
+        # the last stream would start a whole round of body building after the first.
+        self.prepared = {}
+        self.next_index = 0
+        self.busy = set()
+        # Streams whose request ended, waiting for their next one: started from the loop, not from inside the
+        # ending one, so a server that refuses every request at once cannot recurse.
+        self.idle = []
+
+    def done(self, stream):
+        self.outcomes[stream.index] = stream.outcome
+        self.busy.discard(stream)
+        self.idle.append(stream)
+
+    def _start_idle(self):
+        idle = self.idle
+        while idle:
+            stream = idle.pop()
+            if self.next_index >= self.count or time.perf_counter() >= self.deadline:
+                stream.close()
+                continue
+            self.busy.add(stream)
+            self.next_index += 1
+            stream.start(self.next_index - 1)
+
+    def run(self, concurrency):
+        self.idle = [_Stream(self) for dummy in range(min(concurrency, self.count))][::-1]
+        self._start_idle()
+        clock = time.perf_counter
+        select = self.selector.select
+        while self.busy:
+            remaining = self.deadline - clock()
+            if remaining <= 0:
+                break
+            events = select(remaining)
+            # One time for every read of this pass, taken before any of them is parsed.
+            now = clock()
+            for key, mask in events:
+                key.data.on_event(mask, now)
+            if self.idle:
+                self._start_idle()
+        # Past the deadline: what is still open fails, and no request starts after it.
+        self.next_index = self.count
+        for stream in list(self.busy):
+            stream.fail(socket.timeout("the run's deadline passed %s" % (
+                "while streaming" if stream.parser.answered else "before the server answered")))
+        for stream in self.idle:
+            stream.close()
+        self.selector.close()
+
+    def fail_all(self, exc):
+        now = time.perf_counter()
+        for index in range(self.count):
+            self.outcomes[index] = Outcome(started=now, finished=now, error=describe_error(exc),
+                                           hit_deadline=now >= self.deadline - _DEADLINE_SLACK_S)
+
+
 def drive_requests(target, bodies, count, concurrency, headers, deadline):
     """Send ``count`` requests, ``concurrency`` at a time; ``bodies(i)`` builds request i."""
-    outcomes = [None] * count
-    jobs = _Jobs(count)
-
-    go = threading.Event()
-
-    def work():
-        worker = _RequestWorker(target, headers, deadline)
-        go.wait(max(deadline - time.perf_counter(), 0))
-        try:
-            while time.perf_counter() < deadline:
-                index = jobs.take()
-                if index is None:
-                    return
-                outcomes[index] = worker.send(bodies(index))
-        finally:
-            worker.close()
-
-    # Daemon threads: one stuck in a name lookup must not keep the module alive.
-    threads = [threading.Thread(target=work, name="serving-benchmark-%d" % n, daemon=True)
-               for n in range(min(concurrency, count))]
-    # Workers wait for one start signal: started one by one, the first ones
-    # would already be busy while the last are still being created.
-    for thread in threads:
-        thread.start()
+    drive = _Drive(target, bodies, count, headers, deadline)
+    try:
+        drive.addresses = _resolve(target, deadline)
+    except Exception as exc:
+        # Every request would fail the same way, as each one did when each connection looked the name up.
+        drive.fail_all(exc)
+        drive.selector.close()
+        return DriveResult(drive.outcomes, time.perf_counter(), time.perf_counter())
+    drive.prepared = {index: bodies(index) for index in range(min(concurrency, count))}
     started = time.perf_counter()
-    go.set()
-    for thread in threads:
-        thread.join(max(deadline - time.perf_counter(), 0) + _JOIN_GRACE_S)
-    finished = time.perf_counter()
-    stuck = sum(1 for thread in threads if thread.is_alive())
-    return DriveResult(list(outcomes), started, finished, stuck)
+    drive.run(concurrency)
+    return DriveResult(drive.outcomes, started, time.perf_counter())
