@@ -110,6 +110,9 @@ def main():
     # Internal modes: the server and the serving_benchmark client run as their own pinned processes.
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--step-s", type=float, default=0.0, help=argparse.SUPPRESS)
+    # serving_benchmark_accuracy.py's server: each stream on its own clock.
+    parser.add_argument("--ttft-s", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--itl-s", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--lifetime-s", type=float, default=300.0, help=argparse.SUPPRESS)
     parser.add_argument("--client-serving-benchmark", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -117,7 +120,7 @@ def main():
     args = parser.parse_args()
 
     if args.serve:
-        return serve(args.step_s, args.lifetime_s)
+        return serve(args.step_s, args.lifetime_s, args.ttft_s, args.itl_s)
     if args.client_serving_benchmark:
         return client_serving_benchmark(args)
     if args.make_assets:

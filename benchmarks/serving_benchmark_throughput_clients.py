@@ -47,8 +47,10 @@ def import_module_utils():
 
 
 def client_serving_benchmark(args):
-    """One serving_benchmark run, as the module runs it (power sampling off: no GPU here); JSON on stdout."""
-    os.sched_setaffinity(0, {CLIENT_CORE})
+    """One serving_benchmark run, as the module runs it (power sampling off: no GPU here); JSON on stdout.
+
+    run_client() started it on its cores.
+    """
     sb, sbp = import_module_utils()
     plan = sb.BenchmarkPlan(url=args.url, model=MODEL_NAME, concurrency=args.concurrency,
                             num_requests=args.num_prompts, num_warmup=args.warmup, input_tokens=args.input_len,
@@ -144,8 +146,10 @@ class CpuWatch:
         return points[-1][1]
 
 
-def pinned_to_client_core():
-    os.sched_setaffinity(0, {CLIENT_CORE})
+def pinned_to(cores):
+    def pin():
+        os.sched_setaffinity(0, cores)
+    return pin
 
 
 def local_env():
@@ -157,9 +161,13 @@ def local_env():
 
 
 class Server:
-    def __init__(self, step_s, lifetime_s):
+    """The stand-in server as its own process: decode steps every step_s (0: unpaced), or, given ttft_s or itl_s,
+    each stream on its own clock (first token ttft_s after the request arrived, then one every itl_s)."""
+
+    def __init__(self, step_s, lifetime_s, ttft_s=0.0, itl_s=0.0):
         self.proc = subprocess.Popen([sys.executable, str(SCRIPT), "--serve", "--step-s", repr(step_s),
-                                      "--lifetime-s", str(lifetime_s)],
+                                      "--lifetime-s", str(lifetime_s), "--ttft-s", repr(ttft_s),
+                                      "--itl-s", repr(itl_s)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=local_env())
         self.port = int(self.proc.stdout.readline())
         self.url = "http://127.0.0.1:%d" % self.port
@@ -185,8 +193,11 @@ def measured(records, count):
     return streamed[-count:]
 
 
-def run_client(kind, server, args, workdir, assets, label):
-    """Run one client to completion on the client core; return its figures next to the server's and the CPU clock's."""
+def run_client(kind, server, args, workdir, assets, label, cores=frozenset({CLIENT_CORE})):
+    """Run one client to completion on ``cores``; return its figures next to the server's and the CPU clock's.
+
+    The row holds the tool's own result (``own``) and the server's records of the measured requests (``requests``).
+    """
     if kind == "serving_benchmark":
         command = [sys.executable, str(SCRIPT), "--client-serving-benchmark", "--url", server.url]
         for name in ("concurrency", "num_prompts", "input_len", "output_len", "warmup", "client_timeout"):
@@ -205,7 +216,7 @@ def run_client(kind, server, args, workdir, assets, label):
     server.stats()  # clears the server's records
     with open(log, "w") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=str(workdir), env=local_env(),
-                                preexec_fn=pinned_to_client_core)
+                                preexec_fn=pinned_to(set(cores)))
         with CpuWatch([proc.pid, server.proc.pid]) as watch:
             try:
                 rc = proc.wait(args.client_timeout + 60)
@@ -244,4 +255,4 @@ def run_client(kind, server, args, workdir, assets, label):
             "client_cpu_s": client_cpu, "client_core": client_cpu / duration, "server_core": server_cpu / duration,
             "tok_per_cpu_s": server_tokens / client_cpu if client_cpu > 0 else float("nan"),
             "ttft_p50_ms": ttft, "itl_p50_ms": itl,
-            "server_ttft_p50_ms": server_ttft, "detail": detail}
+            "server_ttft_p50_ms": server_ttft, "detail": detail, "own": own, "requests": requests}

@@ -6,16 +6,20 @@ Not a model: stdlib asyncio on 127.0.0.1 at a random port, pinned to core 0, ans
 SGLang 0.5.9 streams (HTTP/1.1 chunked transfer, one SSE event and one write per token, the chunk JSON SGLang's
 CompletionStreamResponse serializes to, a usage chunk with `choices: []` only when stream_options.include_usage
 asks for it, then `data: [DONE]`). It runs decode "steps": each step sends one token to every open stream,
-paced or as fast as its core allows. GET /stats hands over (and clears) what it recorded of each request.
+paced or as fast as its core allows. Scheduled instead (serving_benchmark_accuracy.py), each stream has a timing
+of its own: its first token a fixed TTFT after the request arrived, then one token every fixed ITL, each write
+time recorded. GET /stats hands over (and clears) what it recorded of each request.
 serving_benchmark_throughput.py runs it as its own process (`--serve`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import os
 import random
+import selectors
 import sys
 import threading
 import time
@@ -39,7 +43,7 @@ VOCAB = (
 class _Stream:
     """One streamed completion: its pre-rendered chunk parts and how far it has got."""
 
-    __slots__ = ("conn", "prefix", "max_tokens", "sent", "offset", "usage_tail", "record")
+    __slots__ = ("conn", "prefix", "max_tokens", "sent", "offset", "usage_tail", "record", "times")
 
     def __init__(self, conn, model, max_tokens, prompt_tokens, include_usage, record):
         rid = uuid.uuid4().hex
@@ -57,7 +61,13 @@ class _Stream:
             self.usage_tail = _http_chunk(('data: ' + head + '"choices":[],"usage":%s}\n\n' % json.dumps(
                 usage, separators=(",", ":"))).encode())
         self.record = record
+        # Scheduled streams record every write; the decode steps of the throughput runs keep to the first and last.
+        self.times = None
 
+
+# The scheduled server waits in the event loop until this long before a token is due, then polls: epoll's
+# millisecond timeouts alone would send each token up to a millisecond late.
+_SPIN_S = 0.002
 
 _MID = b',"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}\n\n'
 _LAST = b',"logprobs":null,"finish_reason":"length","matched_stop":null}],"usage":null}\n\n'
@@ -72,15 +82,49 @@ def _http_chunk(payload):
 class FastServer:
     """Runs decode steps over the open streams: one token to each per step, paced or as fast as it can."""
 
-    def __init__(self, step_s):
+    def __init__(self, step_s, ttft_s=0.0, itl_s=0.0):
         self.step_s = step_s
+        self.ttft_s = ttft_s
+        self.itl_s = itl_s
+        self.scheduled = bool(ttft_s or itl_s)
         self.active = []
+        self.due = []
         self.records = []
         self.wake = asyncio.Event()
+        self._order = 0
+        self.selector = None
 
     def add(self, stream):
-        self.active.append(stream)
+        if self.scheduled:
+            stream.times = stream.record["times"] = []
+            self._order += 1
+            heapq.heappush(self.due, (stream.record["arrived"] + self.ttft_s, self._order, stream))
+        else:
+            self.active.append(stream)
         self.wake.set()
+
+    async def scheduled_loop(self):
+        """Each stream on its own clock: token k at arrival + TTFT + k * ITL, sent when due or as soon after."""
+        clock = time.perf_counter
+        due = self.due
+        while True:
+            if not due:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            now = clock()
+            wait = due[0][0] - now
+            if wait > _SPIN_S:
+                await asyncio.sleep(wait - _SPIN_S)
+                continue
+            if wait > 0:
+                await asyncio.sleep(0)  # polls, and reads requests meanwhile
+                continue
+            while due and due[0][0] <= now:
+                dummy, order, stream = heapq.heappop(due)
+                if self._emit(stream, clock):
+                    heapq.heappush(due, (stream.record["arrived"] + self.ttft_s + stream.sent * self.itl_s, order,
+                                         stream))
 
     async def decode_loop(self):
         clock = time.perf_counter
@@ -113,6 +157,8 @@ class FastServer:
         index = stream.sent
         if not index:
             stream.record["first_token"] = clock()
+        if stream.times is not None:
+            stream.times.append(clock())
         token = TOKENS[(stream.offset + index) % len(TOKENS)]
         stream.sent = index + 1
         if stream.sent < stream.max_tokens:
@@ -127,6 +173,17 @@ class FastServer:
         return False
 
 
+class _StampingSelector(selectors.DefaultSelector):
+    """Notes when each select() returns: a request's arrival is then, not when its turn to be parsed came."""
+
+    woke = 0.0
+
+    def select(self, timeout=None):
+        ready = super().select(timeout)
+        self.woke = time.perf_counter()
+        return ready
+
+
 class _Connection(asyncio.Protocol):
     def __init__(self, server):
         self.server = server
@@ -135,6 +192,11 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.keep_alive = True
         self.transport = None
+        # A new connection's first request is dated from when the connection was accepted: the client sends it
+        # right after connecting, but asyncio reads it only once the transport is made, which for a burst of
+        # 256 connections is tens of milliseconds later, after every one of them.
+        self.read_at = server.selector.woke if server.selector else 0.0
+        self.first = True
 
     def connection_made(self, transport):
         self.transport = transport
@@ -143,6 +205,9 @@ class _Connection(asyncio.Protocol):
         self.closed = True
 
     def data_received(self, data):
+        # The request is in once its last bytes are: they came with the latest select().
+        if not self.first:
+            self.read_at = self.server.selector.woke
         self.buffer += data
         if not self.busy:
             self._process()
@@ -194,7 +259,8 @@ class _Connection(asyncio.Protocol):
         # The stand-in's prompt tokens are whitespace-separated words, as its tokenizer counts them.
         prompt_tokens = len(prompt) if isinstance(prompt, list) else len(prompt.split())
         max_tokens = int(request.get("max_tokens") or 16)
-        record = {"arrived": time.perf_counter(), "max_tokens": max_tokens, "prompt_tokens": prompt_tokens,
+        self.first = False
+        record = {"arrived": self.read_at, "max_tokens": max_tokens, "prompt_tokens": prompt_tokens,
                   "stream": bool(request.get("stream")), "finished": None, "tokens": 0}
         self.server.records.append(record)
         model = request.get("model", MODEL_NAME)
@@ -221,15 +287,18 @@ class _Connection(asyncio.Protocol):
             self._process()
 
 
-def serve(step_s, lifetime_s):
+def serve(step_s, lifetime_s, ttft_s=0.0, itl_s=0.0):
     """Print the port, serve until stdin closes or lifetime_s passes (so it never outlives its parent)."""
     os.sched_setaffinity(0, {SERVER_CORE})
 
+    selector = _StampingSelector()
+
     async def main():
-        server = FastServer(step_s)
+        server = FastServer(step_s, ttft_s, itl_s)
+        server.selector = selector
         loop = asyncio.get_running_loop()
         listener = await loop.create_server(lambda: _Connection(server), "127.0.0.1", 0, backlog=1024)
-        decoder = asyncio.ensure_future(server.decode_loop())
+        decoder = asyncio.ensure_future(server.scheduled_loop() if server.scheduled else server.decode_loop())
         print(listener.sockets[0].getsockname()[1], flush=True)
         stop = asyncio.Event()
         threading.Thread(target=lambda: (sys.stdin.read(), loop.call_soon_threadsafe(stop.set)), daemon=True).start()
@@ -240,4 +309,8 @@ def serve(step_s, lifetime_s):
         decoder.cancel()
         listener.close()
 
-    asyncio.run(main())
+    loop = asyncio.SelectorEventLoop(selector)
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
