@@ -36,12 +36,17 @@ environment. A gate is live for it when
 - custom_allreduce_pcie: should_custom_ar in custom_all_reduce.py lets SM120 in;
 - pcie_ipc_allreduce: SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1 in its environment.
 
-What a live gate does comes from SGLANG_STANDIN_EFFECTS, a JSON object gate ->
-{"speed": factor on tokens/s, "load_w": per-GPU draw under load, "util_pct":
-GPU utilisation under load}; by default the fusion gate plays the regression
-measured when it was first tried (GLM-5-NVFP4 on 8x RTX PRO 6000: about 3,740
--> 236 output tok/s, the GPUs at 125 W of 600 W, busy: a spin-wait) and the
-others change nothing. stderr says what it found, and why.
+What a live gate does comes from SGLANG_STANDIN_EFFECTS, a JSON object experiment ->
+{"speed": factor on tokens/s, "speed_above": {"in_flight": N, "speed": factor
+once more than N requests are in flight}, "load_w": per-GPU draw under load,
+"util_pct": GPU utilisation under load, "wrong_output": true for garbled text};
+a tuning option's effect also names what makes it live, "env" (variable ->
+value) and "flags" (flag -> value) on the server. By default the fusion gate
+plays the regression measured when it was first tried (GLM-5-NVFP4 on 8x RTX
+PRO 6000: about 3,740 -> 236 output tok/s, the GPUs at 125 W of 600 W, busy: a
+spin-wait) and the others change nothing. SGLANG_STANDIN_NOISE is the relative
+standard deviation of each request's rate (run-to-run noise); the warm-up is
+the start-up delay a restart costs. stderr says what it found, and why.
 
 - It writes the power draw (watts) and utilisation (percent) it emulates for each GPU (all alike), two numbers, to
   SGLANG_STANDIN_POWER_FILE (default /var/lib/sglang/standin-power-draw, in the
@@ -68,6 +73,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import signal
 import socket
 import sys
@@ -84,10 +90,12 @@ from sglang_standin_gpu import (
     PowerDraw,
     effects,
     live_gates,
+    live_options,
     load_util_pct,
     load_watts,
     sglang_package_dir,
     tokens_per_second,
+    wrong_output,
 )
 
 FAIL_AT_START_MESSAGE = "sglang_standin: failing at start on purpose (SGLANG_STANDIN_FAIL_AT_START=1)"
@@ -96,7 +104,11 @@ FAIL_AT_START_MESSAGE = "sglang_standin: failing at start on purpose (SGLANG_STA
 EOS_AFTER_TOKENS = 24
 # SGLang's default when a completion request names no max_tokens.
 DEFAULT_MAX_TOKENS = 16
-WORD = " lorem"
+# The words it generates: chosen by the prompt, so the same prompt at temperature 0 gets the same text and
+# another prompt another one (the smoke test's parity check compares them); a wrong-output experiment garbles them,
+# as FP8 KV cache garbles GLM-5 on SM120.
+VOCABULARY = (" the", " of", " GPU", " token", " model", " Paris", " is", " a", " fast", " kernel", " and", " cache")
+GARBLED = " !!"
 
 
 def parse_args(argv):
@@ -130,9 +142,19 @@ class Standin:
         self.live = sorted(live)
         self.chosen = chosen or DEFAULT_EFFECTS
         self.power = PowerDraw(power_file, load_watts(self.live, self.chosen), load_util_pct(self.live, self.chosen))
+        self.garbled = wrong_output(self.live, self.chosen)
+        self.noise = float(os.environ.get("SGLANG_STANDIN_NOISE", "0") or 0)
+        self.rng = random.Random()
 
-    def tokens_per_second(self):
-        return tokens_per_second(self.live, self.chosen)
+    def tokens_per_second(self, in_flight=1):
+        return tokens_per_second(self.live, self.chosen, in_flight, self.noise, self.rng)
+
+    def words(self, body, count):
+        """The text of a completion: count words picked by the prompt, or garbled ones."""
+        if self.garbled:
+            return [GARBLED] * count
+        seed = sum(ord(char) for char in prompt_text(body))
+        return [VOCABULARY[(seed + index * 7) % len(VOCABULARY)] for index in range(count)]
 
     def tokens_for(self, body):
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
@@ -144,22 +166,30 @@ class Standin:
         return max_tokens, "length"
 
 
-def prompt_tokens(body):
+def prompt_text(body):
     if "messages" in body:
-        text = " ".join(str(message.get("content", "")) for message in body["messages"])
-    else:
-        prompt = body.get("prompt", "")
-        text = " ".join(map(str, prompt)) if isinstance(prompt, list) else str(prompt)
-    return max(1, len(text.split()))
+        return " ".join(str(message.get("content", "")) for message in body["messages"])
+    prompt = body.get("prompt", "")
+    return " ".join(map(str, prompt)) if isinstance(prompt, list) else str(prompt)
+
+
+def prompt_tokens(body):
+    return max(1, len(prompt_text(body).split()))
 
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog is 5: a client opening 8 or more connections at once would see SYNs
+    # dropped and retried a second later. SGLang's uvicorn listens with a backlog of 2048.
+    request_queue_size = 2048
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "sglang-standin"
+    # Each token is its own small write, sent at once, as uvicorn (TCP_NODELAY) sends SGLang's: with Nagle's
+    # algorithm a token would wait for the client's delayed ACK, about 40 ms.
+    disable_nagle_algorithm = True
     standin = None  # set in main()
 
     def log_message(self, format, *args):
@@ -238,15 +268,15 @@ class Handler(BaseHTTPRequestHandler):
             self._complete(body, chat)
 
     # ------------------------------------------------------------ generation
-    def _generate(self, count):
-        """Yield count tokens, paced at tokens_per_second()."""
-        interval = 1.0 / self.standin.tokens_per_second()
+    def _generate(self, body, count):
+        """Yield count tokens, paced at tokens_per_second() for the requests in flight as this one starts."""
+        interval = 1.0 / self.standin.tokens_per_second(self.standin.power.in_flight)
         started = time.monotonic()
-        for index in range(count):
+        for index, word in enumerate(self.standin.words(body, count)):
             delay = started + (index + 1) * interval - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            yield WORD
+            yield word
 
     def _usage(self, body, completion):
         prompt = prompt_tokens(body)
@@ -255,7 +285,7 @@ class Handler(BaseHTTPRequestHandler):
     def _complete(self, body, chat):
         count, finish = self.standin.tokens_for(body)
         with self.standin.power.generating():
-            text = "".join(self._generate(count))
+            text = "".join(self._generate(body, count))
         rid = uuid.uuid4().hex
         if chat:
             choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
@@ -286,7 +316,7 @@ class Handler(BaseHTTPRequestHandler):
         if chat:
             event({"delta": {"role": "assistant", "content": ""}})
         with self.standin.power.generating():
-            for token in self._generate(count):
+            for token in self._generate(body, count):
                 event({"delta": {"content": token}} if chat else {"text": token, "logprobs": None})
         event({"delta": {}, "finish_reason": finish} if chat else {"text": "", "finish_reason": finish})
         if (body.get("stream_options") or {}).get("include_usage"):
@@ -305,8 +335,9 @@ def main(argv):
         sys.stderr.write("sglang_standin: --model-path %s is not a directory\n" % args.model_path)
         return 2
     package_dir = sglang_package_dir()
-    live = live_gates(package_dir, argv, os.environ)
-    standin = Standin(args, live, effects(os.environ), os.environ.get("SGLANG_STANDIN_POWER_FILE") or POWER_FILE)
+    chosen = effects(os.environ)
+    live = dict(live_gates(package_dir, argv, os.environ), **live_options(chosen, argv, os.environ))
+    standin = Standin(args, live, chosen, os.environ.get("SGLANG_STANDIN_POWER_FILE") or POWER_FILE)
     Handler.standin = standin
     if ":" in args.host:
         Server.address_family = socket.AF_INET6

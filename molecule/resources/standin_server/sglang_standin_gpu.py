@@ -90,19 +90,71 @@ def live_gates(package_dir, argv, environ):
     return live
 
 
+def _flag_value(argv, flag):
+    """The value the command line gives flag (the last one wins, as argparse takes it); True for a bare switch."""
+    value = None
+    for index, word in enumerate(argv):
+        name, equals, given = word.partition("=")
+        if name == flag:
+            value = given if equals else (argv[index + 1] if index + 1 < len(argv) and not
+                                          argv[index + 1].startswith("--") else True)
+    return value
+
+
+def live_options(chosen, argv, environ):
+    """{experiment: why} for the tuning options of the effects whose environment and flags the server has."""
+    live = {}
+    for name, effect in sorted((chosen or {}).items()):
+        env, flags = effect.get("env") or {}, effect.get("flags") or {}
+        if not env and not flags:
+            continue
+        if all(environ.get(variable) == str(value) for variable, value in env.items()) and all(
+                str(_flag_value(argv, flag)) == str(value) for flag, value in flags.items()):
+            live[name] = " ".join(["%s=%s" % item for item in sorted(env.items())]
+                                  + ["%s %s" % item for item in sorted(flags.items())])
+    return live
+
+
 def effects(environ):
-    """gate -> {speed, load_w, util_pct}: SGLANG_STANDIN_EFFECTS over the default (the measured fusion regression)."""
+    """experiment -> effect: SGLANG_STANDIN_EFFECTS over the default (the measured fusion regression).
+
+    An effect has speed (factor on tokens/s), speed_above ({in_flight, speed}), load_w and util_pct (what the GPUs
+    draw and how busy they are under load), wrong_output (true: garbled text); a tuning option's effect also says
+    what makes it live: env (variable -> value) and flags (flag -> value) the server must have.
+    """
     chosen = dict(DEFAULT_EFFECTS)
     chosen.update(json.loads(environ.get("SGLANG_STANDIN_EFFECTS") or "{}"))
     return chosen
 
 
-def tokens_per_second(live=(), chosen=None):
-    """The one place the generation rate is decided (per request)."""
+def speed_of(effect, in_flight=1):
+    """One live experiment's factor on the rate: its speed, or speed_above's once more requests are in flight.
+
+    speed_above: {"in_flight": N, "speed": factor} plays an experiment that helps
+    at low concurrency and hurts at high (or the other way round).
+    """
+    above = effect.get("speed_above") or {}
+    if above and in_flight > int(above.get("in_flight", 0)):
+        return float(above.get("speed", 1.0))
+    return float(effect.get("speed", 1.0))
+
+
+def tokens_per_second(live=(), chosen=None, in_flight=1, noise=0.0, rng=None):
+    """The one place the generation rate is decided (per request, at the requests in flight when it starts).
+
+    noise: the relative standard deviation of a request's rate (SGLANG_STANDIN_NOISE), drawn from rng.
+    """
     rate = float(os.environ.get("SGLANG_STANDIN_TOKENS_PER_SECOND", "400"))
     for gate in live:
-        rate *= float((chosen or DEFAULT_EFFECTS).get(gate, {}).get("speed", 1.0))
+        rate *= speed_of((chosen or DEFAULT_EFFECTS).get(gate, {}), in_flight)
+    if noise and rng is not None:
+        rate *= max(0.05, rng.gauss(1.0, noise))
     return rate
+
+
+def wrong_output(live=(), chosen=None):
+    """Whether a live experiment garbles the output (as FP8 KV cache does on SM120): a wrong-output mode."""
+    return any((chosen or DEFAULT_EFFECTS).get(name, {}).get("wrong_output") for name in live)
 
 
 def _load_effect(live, chosen):

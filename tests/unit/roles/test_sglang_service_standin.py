@@ -256,6 +256,49 @@ def test_the_slowdown_is_the_measured_one_and_effects_come_from_data():
     assert gpu.load_watts(["pcie_ipc_allreduce"], chosen) == 480.0
 
 
+def test_tuning_options_are_live_by_their_environment_and_flags():
+    gpu = _load_standin_gpu()
+    chosen = gpu.effects({"SGLANG_STANDIN_EFFECTS": json.dumps({
+        "nccl_min_nchannels_8": {"speed": 1.08, "env": {"NCCL_MIN_NCHANNELS": "8"}},
+        "cuda_graph_max_bs_128": {"flags": {"--cuda-graph-max-bs": 128}}})})
+    argv = ["--model-path", "/m", "--cuda-graph-max-bs", "128"]
+    assert sorted(gpu.live_options(chosen, argv, {"NCCL_MIN_NCHANNELS": "8"})) == [
+        "cuda_graph_max_bs_128", "nccl_min_nchannels_8"]
+    assert gpu.live_options(chosen, ["--cuda-graph-max-bs=64"], {"NCCL_MIN_NCHANNELS": "4"}) == {}
+
+
+def test_a_load_dependent_effect_helps_at_low_concurrency_and_hurts_at_high():
+    gpu = _load_standin_gpu()
+    chosen = {"max_running_requests_64": {"speed": 1.25, "speed_above": {"in_flight": 4, "speed": 0.7}}}
+    base = gpu.tokens_per_second()
+    assert gpu.tokens_per_second(["max_running_requests_64"], chosen, in_flight=2) == pytest.approx(base * 1.25)
+    assert gpu.tokens_per_second(["max_running_requests_64"], chosen, in_flight=8) == pytest.approx(base * 0.7)
+
+
+def test_noise_spreads_the_rate_and_wrong_output_garbles_the_text():
+    import random
+    gpu = _load_standin_gpu()
+    rates = [gpu.tokens_per_second([], {}, 1, 0.05, random.Random(seed)) for seed in range(200)]
+    spread = (sum((rate / 400 - 1) ** 2 for rate in rates) / len(rates)) ** 0.5
+    assert 0.03 < spread < 0.07
+    assert gpu.wrong_output(["kv_fp8"], {"kv_fp8": {"wrong_output": True}})
+    assert not gpu.wrong_output(["kv_fp8"], {"kv_fp8": {"speed": 2}})
+
+
+def test_the_same_prompt_gets_the_same_text_and_another_prompt_another(tmp_path):
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0")
+    try:
+        def text(prompt):
+            body = {"model": "glm-5", "prompt": prompt, "max_tokens": 6, "temperature": 0, "ignore_eos": True}
+            status, data = _request(port, "POST", "/v1/completions", body)
+            assert status == 200
+            return json.loads(data)["choices"][0]["text"]
+        assert text("The capital of France is") == text("The capital of France is")
+        assert text("The capital of France is") != text("Two plus two is")
+    finally:
+        _stop(proc)
+
+
 def test_the_api_key_comes_from_the_config_file_as_sglang_reads_it(tmp_path):
     config = tmp_path / "glm-5-nvfp4.yaml"
     config.write_text(json.dumps({"api-key": KEY}))
