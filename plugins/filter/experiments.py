@@ -1,0 +1,64 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+# Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
+
+
+def _wrap(function):
+    def run_filter(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except (ex.ExperimentError, experiment_data.ExperimentDataError) as exc:
+            raise AnsibleFilterError(str(exc))
+
+    run_filter.__name__ = function.__name__
+    run_filter.__doc__ = function.__doc__
+    return run_filter
+
+
+def experiment_step(measurements, experiments, settings, memory=None, key="", retry=None, stored_baseline=None):
+    """The next configuration to measure, or the decisions, with the verdicts kept under key applied."""
+    remembered = ex.remembered_verdicts(memory, key, retry) if key else {}
+    return ex.plan_step(list(experiments or []), dict(measurements or {}), settings, remembered, stored_baseline)
+
+
+def experiment_measurement(runs, parity, config, label="", patches_live=None, tuning_live=None):
+    measurement = ex.measurement_of(runs, parity, config, label)
+    return {"key": ex.config_key(measurement["config"]), "measurement": measurement,
+            "rows": ex.report_entries(measurement, patches_live, tuning_live)}
+
+
+def experiment_result(measurement, loads):
+    load = ex.threshold_load(loads)
+    row = [entry for entry in ex.report_entries(measurement, [], []) if entry["load"] == load]
+    if not row:
+        raise ex.ExperimentError("the measurement of %s has no run at load %s, the one the thresholds hold for"
+                                 % (measurement.get("label"), load))
+    return {"load": load, "result": row[0]["result"]}
+
+
+def experiment_remember(memory, runs, run_id):
+    return ex.remember_runs(memory, runs, run_id)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "experiment_step": _wrap(experiment_step),
+            "experiment_measurement": _wrap(experiment_measurement),
+            "experiment_memory_key": _wrap(ex.memory_key),
+            "experiment_remember": _wrap(experiment_remember),
+            "experiment_switch": _wrap(ex.switch_to),
+            "experiment_rejections": _wrap(ex.rejections),
+            "experiment_result": _wrap(experiment_result),
+            "experiment_final_rows": _wrap(ex.final_rows),
+            "experiments_among": _wrap(experiment_data.experiments_among),
+            "tuning_settings": _wrap(experiment_data.tuning_settings),
+        }

@@ -1,0 +1,435 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Experiments: each new gate or tuning option decided alone, by repeated measurement at several loads. Pure.
+
+roles/smoke_test measures configurations of the server (which of the run's
+experiments are live) and asks plan_step() what to measure next, until it says
+what to keep. A measurement of one configuration is
+
+    {"config": [names live], "loads": {load: [serving_benchmark result, ...]}, "parity": [text, ...]}
+
+with every load of the profile repeated, and the outputs of fixed prompts at
+temperature 0. An experiment is compared with the configuration it was added to:
+
+- at each load, the medians of the repeats; the band is the larger of the
+  configured tolerance and ``noise_multiple`` times the larger measured spread
+  (max - min over median); above it a gain, below it a regression, inside it
+  no measurable gain. A verdict may differ by load, and each is kept;
+- the parity check: the outputs against those of the configuration without it,
+  prompt by prompt; fewer matches than the minimum fraction is wrong output;
+- wrong output or a regression at any load rejects it; a gain at one load or
+  more, and none lost, keeps it; otherwise the shipped behaviour stays (it is
+  turned off) and the verdict says "no measurable gain".
+
+The search: experiments are decided one after the other, each on top of the
+configuration before it (what was kept, and what had no measurable gain, which
+stays on until the end since it changes nothing measurable; a rejected one comes
+off at once). Where the whole set regressed, this finds the culprit, and it
+decides every other experiment of the set on its own as well, which a binary
+bisection would not. They go in order of risk (experiment_data.py: tuning
+options, then the gates from least to most risky), so that the riskiest, whose
+collapse is the slowest to measure, is decided last by the set's own measurement
+(the server as deployed) whenever nothing before it was rejected. With the
+baseline kept from an earlier run of the host and configuration, k new
+experiments cost at most k + 1 restarts (one for each configuration measured and
+one to what is kept); measuring the baseline costs one more, once. plan_step()
+replays the decisions from the measurements known so far, so the role keeps no
+state but those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, result_host_verdict
+from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
+
+KEPT = "kept"
+REJECTED = "rejected"
+NO_GAIN = "no measurable gain"
+GAIN, NEUTRAL, REGRESSION = "gain", "no measurable change", "regression"
+DEFAULTS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0}
+
+
+class ExperimentError(ValueError):
+    """A measurement or a setting cannot be used; the message names it and the fix."""
+
+
+# ------------------------------------------------------------------ settings and keys
+
+def settings_of(raw):
+    """The checked settings: tolerance (0..<1), noise_multiple (>= 0), parity_min_match (0..1), loads (names)."""
+    raw = dict(raw or {})
+    merged = dict(DEFAULTS, **{key: value for key, value in raw.items() if value is not None})
+    tolerance = number(merged["tolerance"])
+    if tolerance is None or not 0 <= tolerance < 1:
+        raise ExperimentError("smoke_test_experiment_tolerance must be a fraction from 0 up to 1 (0.03 is 3 %%), "
+                              "got %r" % (merged["tolerance"],))
+    multiple = number(merged["noise_multiple"])
+    if multiple is None or multiple < 0:
+        raise ExperimentError("smoke_test_experiment_noise_multiple must be a number of 0 or more, got %r"
+                              % (merged["noise_multiple"],))
+    parity = number(merged["parity_min_match"])
+    if parity is None or not 0 <= parity <= 1:
+        raise ExperimentError("smoke_test_parity_min_match must be a fraction from 0 to 1 (1 is every prompt), "
+                              "got %r" % (merged["parity_min_match"],))
+    loads = merged.get("loads") or []
+    if isinstance(loads, (str, bytes)) or not all(isinstance(name, str) for name in loads):
+        raise ExperimentError("the loads to compare must be a list of load names, got %r" % (loads,))
+    return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity, "loads": list(loads)}
+
+
+def config_key(names):
+    """The key of a configuration: its live experiments, sorted, joined by '+'; '' for none."""
+    return "+".join(sorted(set(names)))
+
+
+# ------------------------------------------------------------------ one load, one parity check
+
+def throughputs(results, where):
+    """Output tok/s of each repeat; a result without it is an error naming where."""
+    if not isinstance(results, (list, tuple)) or not results:
+        raise ExperimentError("%s has no measurement to compare" % where)
+    values = []
+    for result in results:
+        value = number(result.get("output_tokens_per_s")) if isinstance(result, Mapping) else None
+        if value is None:
+            raise ExperimentError("%s has a run without output_tokens_per_s: %r" % (where, result))
+        values.append(value)
+    return values
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def spread(values):
+    """(max - min) / median of the repeats; 0 for one run."""
+    centre = median(values)
+    return (max(values) - min(values)) / centre if centre > 0 else 0.0
+
+
+def summary(results, where="a measurement"):
+    values = throughputs(results, where)
+    return {"runs": [round(value, 1) for value in values], "median": round(median(values), 1),
+            "spread": round(spread(values), 4)}
+
+
+def compare_load(baseline_results, candidate_results, settings, load=""):
+    """One load: the candidate's median against the baseline's, in a band set by the tolerance and the noise."""
+    settings = settings_of(settings)
+    base = summary(baseline_results, "the baseline at load %s" % load)
+    cand = summary(candidate_results, "the candidate at load %s" % load)
+    band = max(settings["tolerance"], settings["noise_multiple"] * max(base["spread"], cand["spread"]))
+    change = cand["median"] / max(base["median"], 0.001) - 1
+    verdict = GAIN if change > band else REGRESSION if change < -band else NEUTRAL
+    return {"load": load, "verdict": verdict, "change": round(change, 4), "band": round(band, 4),
+            "baseline": base, "candidate": cand}
+
+
+def parity_check(baseline_outputs, candidate_outputs, min_match=1.0):
+    """The outputs of fixed prompts at temperature 0 against the baseline's, prompt by prompt."""
+    if not isinstance(baseline_outputs, (list, tuple)) or not isinstance(candidate_outputs, (list, tuple)):
+        raise ExperimentError("the parity check needs the outputs of both configurations as lists of texts")
+    if len(baseline_outputs) != len(candidate_outputs):
+        raise ExperimentError("the parity check got %d outputs of the baseline and %d of the candidate: the same "
+                              "prompts must be asked of both" % (len(baseline_outputs), len(candidate_outputs)))
+    total = len(baseline_outputs)
+    mismatched = [index for index, (left, right) in enumerate(zip(baseline_outputs, candidate_outputs))
+                  if left != right]
+    matched = total - len(mismatched)
+    fraction = matched / total if total else 1.0
+    result = {"ok": fraction >= min_match, "matched": matched, "total": total, "fraction": round(fraction, 4),
+              "min_match": min_match}
+    if mismatched:
+        first = mismatched[0]
+        result["first_mismatch"] = {"prompt": first, "baseline": str(baseline_outputs[first])[:80],
+                                    "candidate": str(candidate_outputs[first])[:80]}
+    return result
+
+
+# ------------------------------------------------------------------ one experiment
+
+def _cause(measurement, loads):
+    """The host's cause verdict of a measurement: its highest load's median run."""
+    for load in reversed(loads):
+        runs = measurement["loads"].get(load) or []
+        usable = [run for run in runs if isinstance(run, Mapping) and number(run.get("output_tokens_per_s")) is not None]
+        if usable:
+            middle = sorted(usable, key=lambda run: number(run["output_tokens_per_s"]))[len(usable) // 2]
+            return result_host_verdict(middle)
+    return {"verdict": UNKNOWN, "explanation": ""}
+
+
+def _loads(measurement, settings, where):
+    if not isinstance(measurement, Mapping) or not isinstance(measurement.get("loads"), Mapping):
+        raise ExperimentError("%s is not a measurement of loads: %r" % (where, measurement))
+    return settings["loads"] or sorted(measurement["loads"])
+
+
+def experiment_verdict(name, baseline, candidate, settings):
+    """Keep, reject or leave off (no measurable gain) one experiment, from two measurements that differ by it."""
+    settings = settings_of(settings)
+    loads = _loads(baseline, settings, "the baseline of %s" % name)
+    _loads(candidate, settings, "the measurement with %s" % name)
+    by_load = {load: compare_load(baseline["loads"].get(load), candidate["loads"].get(load), settings,
+                                  "%s (%s)" % (load, name))
+               for load in loads}
+    parity = parity_check(baseline.get("parity") or [], candidate.get("parity") or [], settings["parity_min_match"])
+    cause = _cause(candidate, loads)
+    regressed = [load for load in loads if by_load[load]["verdict"] == REGRESSION]
+    gained = [load for load in loads if by_load[load]["verdict"] == GAIN]
+    if not parity["ok"]:
+        decision, reason = REJECTED, "wrong output: %d of %d prompts match the baseline (%.0f %% needed)" % (
+            parity["matched"], parity["total"], parity["min_match"] * 100)
+    elif regressed:
+        decision, reason = REJECTED, "slower at load %s" % ", ".join(regressed)
+    elif gained:
+        decision, reason = KEPT, "faster at load %s" % ", ".join(gained)
+    else:
+        decision, reason = NO_GAIN, "no measurable gain at any load: the shipped behaviour stays"
+    figures = "; ".join("%s %s %+.1f %% (band ±%.1f %%: %.1f against %.1f output tok/s, spread %.1f/%.1f %%)" % (
+        load, by_load[load]["verdict"], by_load[load]["change"] * 100, by_load[load]["band"] * 100,
+        by_load[load]["candidate"]["median"], by_load[load]["baseline"]["median"],
+        by_load[load]["candidate"]["spread"] * 100, by_load[load]["baseline"]["spread"] * 100) for load in loads)
+    message = "%s %s, %s. %s" % (name, decision, reason, figures)
+    if cause["verdict"] != UNKNOWN and decision == REJECTED:
+        message += ". With it: %s" % cause["explanation"].rstrip(".")
+    return {"experiment": name, "decision": decision, "reason": reason, "loads": by_load, "parity": parity,
+            "cause": cause["verdict"], "baseline_config": list(baseline.get("config") or []),
+            "candidate_config": list(candidate.get("config") or []), "message": message + "."}
+
+
+# ------------------------------------------------------------------ the plan
+
+class _Need(Exception):
+    def __init__(self, config):
+        super().__init__(config)
+        self.config = config
+
+
+def plan_step(experiments, measurements, settings, remembered=None, stored_baseline=None):
+    """What to measure next, or, once every experiment is decided, what to keep.
+
+    ``experiments``: the run's new experiments, in the order to decide them;
+    ``measurements``: config_key -> measurement, every configuration measured so
+    far (the key of the baseline is that of the remembered kept ones, '' without);
+    ``remembered``: name -> a verdict kept for this configuration on the
+    controller, applied without measuring; ``stored_baseline``: the host's last
+    kept measurement, the baseline when its configuration is the one the
+    decisions start from. Returns {"done": false, "measure": [names]} or
+    {"done": true, "keep": [names], "verdicts": [...], "measured": n,
+    "baseline_reused": bool}.
+    """
+    settings = settings_of(settings)
+    remembered = {name: verdict for name, verdict in (remembered or {}).items() if name in experiments}
+    for name, verdict in remembered.items():
+        if not isinstance(verdict, Mapping) or verdict.get("decision") not in (KEPT, REJECTED, NO_GAIN):
+            raise ExperimentError("the remembered verdict of %s has no decision: %r; delete it from the verdict "
+                                  "file to measure it again" % (name, verdict))
+    verdicts = {}
+    start = [name for name in experiments if remembered.get(name, {}).get("decision") == KEPT]
+    pending = [name for name in experiments if name not in remembered]
+    measurements = dict(measurements)
+    reused = (isinstance(stored_baseline, Mapping) and isinstance(stored_baseline.get("loads"), Mapping)
+              and config_key(stored_baseline.get("config") or []) == config_key(start)
+              and config_key(start) not in measurements and bool(pending))
+    if reused:
+        measurements[config_key(start)] = stored_baseline
+
+    def need(config):
+        found = measurements.get(config_key(config))
+        if found is None:
+            raise _Need(sorted(config))
+        return found
+
+    # The chain: each experiment on top of the configuration before it. What is kept or has no measurable gain
+    # stays on for the next one (it changes nothing measurable); what is rejected comes off at once.
+    current, keep = list(start), list(start)
+    try:
+        for name in pending:
+            baseline = need(current)
+            candidate = need(current + [name])
+            verdicts[name] = experiment_verdict(name, baseline, candidate, settings)
+            if verdicts[name]["decision"] != REJECTED:
+                current = current + [name]
+            if verdicts[name]["decision"] == KEPT:
+                keep.append(name)
+    except _Need as exc:
+        return {"done": False, "measure": exc.config}
+    ordered = [_remembered(name, remembered[name]) if name in remembered else dict(verdicts[name], remembered=False)
+               for name in experiments]
+    return {"done": True, "keep": sorted(keep), "verdicts": ordered, "measured": len(measurements) - int(reused),
+            "baseline_reused": reused}
+
+
+def _remembered(name, verdict):
+    """A verdict kept from an earlier measurement of the configuration, with the sentence the reports show."""
+    return dict(verdict, experiment=name, remembered=True, message="%s %s, %s: kept from %s's measurement in run %s." % (
+        name, verdict["decision"], verdict.get("reason", "no reason recorded"), verdict.get("host", "another host"),
+        verdict.get("run_id", "?")))
+
+
+def restarts_of(sequence, deployed):
+    """Restarts a sequence of configurations costs from the deployed one: one per change of configuration."""
+    restarts, current = 0, config_key(deployed)
+    for config in sequence:
+        if config_key(config) != current:
+            restarts, current = restarts + 1, config_key(config)
+    return restarts
+
+
+# ------------------------------------------------------------------ memory across hosts
+
+def memory_key(release, tp_size, topology, gpu_model, loads):
+    """The configuration a verdict holds for: release, TP size, topology, GPU model and the loads measured."""
+    parts = [release, tp_size, topology, gpu_model]
+    if any(part in (None, "") for part in parts):
+        raise ExperimentError("a verdict is kept per release, TP size, topology and GPU model; got %r" % (parts,))
+    if not isinstance(loads, Mapping) or not loads:
+        raise ExperimentError("a verdict is kept per load; the loads are %r" % (loads,))
+    signature = ",".join("%s=%s" % (name, "/".join(str(loads[name].get(field, "")) for field in
+                                                   ("concurrency", "num_requests", "input_tokens", "output_tokens")))
+                         for name in sorted(loads))
+    return "sglang %s | TP %s | %s | %s | %s" % (release, tp_size, topology, gpu_model, signature)
+
+
+def remembered_verdicts(memory, key, retry=()):
+    """name -> verdict kept for this configuration, less those asked to be measured again."""
+    entry = (memory or {}).get(key) or {}
+    if not isinstance(entry, Mapping):
+        raise ExperimentError("the verdict file's entry %r is not a mapping of experiment to verdict" % key)
+    return {name: verdict for name, verdict in entry.items() if name not in set(retry or ())}
+
+
+def remember(memory, key, verdicts, host, run_id):
+    """The memory with this run's measured verdicts added under key (remembered ones unchanged)."""
+    updated = {name: dict(entry) for name, entry in (memory or {}).items()}
+    entry = dict(updated.get(key) or {})
+    for verdict in verdicts:
+        if verdict.get("remembered"):
+            continue
+        entry[verdict["experiment"]] = {
+            "decision": verdict["decision"], "reason": verdict["reason"], "cause": verdict.get("cause", UNKNOWN),
+            "loads": {load: {"verdict": figures["verdict"], "change": figures["change"], "band": figures["band"]}
+                      for load, figures in verdict.get("loads", {}).items()},
+            "parity": {field: verdict.get("parity", {}).get(field) for field in ("matched", "total")},
+            "host": host, "run_id": run_id}
+    updated[key] = entry
+    return updated
+
+
+# ------------------------------------------------------------------ what the role hands in and out
+
+def measurement_of(runs, parity, config, label=""):
+    """One configuration's measurement from the role's registered loops.
+
+    ``runs``: the results of the serving_benchmark loop, each with ``item`` =
+    [load name, repeat]; ``parity``: the results of the uri loop over the parity
+    prompts, each with ``json.choices[0].text`` (or ``.message.content``).
+    """
+    loads = {}
+    for result in runs or []:
+        item = result.get("item") if isinstance(result, Mapping) else None
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise ExperimentError("a serving_benchmark result of the loop has no [load, repeat] item: %r" % (result,))
+        loads.setdefault(str(item[0]), []).append({key: value for key, value in result.items()
+                                                  if key not in ("item", "ansible_loop_var", "invocation")})
+    texts = []
+    for answer in parity or []:
+        choices = (answer.get("json") or {}).get("choices") if isinstance(answer, Mapping) else None
+        if not choices:
+            raise ExperimentError("a parity prompt got no completion: %r" % ((answer or {}).get("msg", answer),))
+        choice = choices[0]
+        texts.append(choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content"))
+    return {"config": sorted(config or []), "label": label, "loads": loads, "parity": texts}
+
+
+def switch_to(config, experiments, patches_enabled, tuning, gates_live):
+    """What the patch role and the service take to run ``config`` of the experiments.
+
+    Returns {patches_enabled, tuning, gates_change}: the gates among the
+    experiments on exactly where the configuration has them, the tuning options
+    likewise, and whether the gates change from those live (else the patch role
+    need not run).
+    """
+    config, experiments = set(config or []), list(experiments or [])
+    tuning = list(tuning or [])
+    gates = [name for name in experiments if name not in tuning]
+    enabled = dict(patches_enabled or {})
+    enabled.update({gate: gate in config for gate in gates})
+    chosen = [name for name in tuning if name not in experiments or name in config]
+    live = set(gates_live or [])
+    return {"patches_enabled": enabled, "tuning": chosen,
+            "gates_change": any((gate in config) != (gate in live) for gate in gates)}
+
+
+def rejections(verdicts, tuning, run_id, at):
+    """What the patch role and the service record as turned off: {gates: {...}, tuning: {...}}.
+
+    Every experiment not kept, with its reason and run: the rejected ones and
+    those with no measurable gain (the shipped behaviour stays), so that the next
+    deploy does not turn them on again until retried.
+    """
+    found = {"gates": {}, "tuning": {}}
+    for verdict in verdicts or []:
+        if verdict.get("decision") == KEPT:
+            continue
+        kind = "tuning" if verdict["experiment"] in set(tuning or ()) else "gates"
+        found[kind][verdict["experiment"]] = {
+            "reason": "smoke test %s: %s, %s" % (run_id, verdict["decision"], verdict.get("reason", "")),
+            "rejected_at": at, "run_id": run_id}
+    return found
+
+
+def threshold_load(loads):
+    """The load the thresholds hold for: the one of highest concurrency (the article's figures were at 64)."""
+    if not isinstance(loads, Mapping) or not loads:
+        raise ExperimentError("smoke_test_loads must name at least one load: name -> {concurrency, num_requests, "
+                              "input_tokens, output_tokens}; got %r" % (loads,))
+    for name, load in loads.items():
+        if not isinstance(load, Mapping) or any(number(load.get(field)) is None or number(load.get(field)) < 1
+                                                for field in ("concurrency", "num_requests", "input_tokens",
+                                                              "output_tokens")):
+            raise ExperimentError("smoke_test_loads: load %s needs concurrency, num_requests, input_tokens and "
+                                  "output_tokens, each 1 or more; got %r" % (name, load))
+    return max(sorted(loads), key=lambda name: number(loads[name]["concurrency"]))
+
+
+def report_entries(measurement, patches_live, tuning_live):
+    """The report's rows of one configuration's measurement: one per load, its median run as the result."""
+    entries = []
+    for load, runs in sorted(measurement.get("loads", {}).items()):
+        values = throughputs(runs, "load %s of %s" % (load, measurement.get("label")))
+        middle = sorted(range(len(runs)), key=lambda index: values[index])[len(runs) // 2]
+        entries.append({"label": "%s, load %s" % (measurement.get("label") or "measurement", load), "load": load,
+                        "config": measurement.get("config", []), "patches_live": list(patches_live or []),
+                        "tuning_live": list(tuning_live or []), "runs": [round(value, 1) for value in values],
+                        "spread": round(spread(values), 4), "result": runs[middle]})
+    return entries
+
+
+def final_rows(rows, final_config, threshold_load):
+    """The report's rows in order of measurement, the kept configuration's moved last, its threshold load last of all.
+
+    The reports take the last row as the run's result.
+    """
+    key = config_key(final_config or [])
+    final = [row for row in rows if config_key(row.get("config") or []) == key]
+    seen, latest = set(), []
+    for row in reversed(final):  # the latest measurement of that configuration, one row per load
+        if row.get("load") not in seen:
+            seen.add(row.get("load"))
+            latest.insert(0, row)
+    latest.sort(key=lambda row: row.get("load") == threshold_load)
+    return [row for row in rows if all(row is not chosen for chosen in latest)] + latest
+
+
+def remember_runs(memory, runs, run_id):
+    """The memory with the measured verdicts of every host's run ({host, memory_key, verdicts}) added."""
+    for run in runs or []:
+        if isinstance(run, Mapping) and run.get("verdicts"):
+            memory = remember(memory, run["memory_key"], run["verdicts"], run.get("host", "?"), run_id)
+    return memory or {}

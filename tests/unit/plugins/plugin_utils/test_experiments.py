@@ -1,0 +1,309 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Experiments decided alone: per-load verdicts with a noise band, parity, the plan and its restarts, memory."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
+
+LOADS = ["low", "high"]
+SETTINGS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0, "loads": LOADS}
+
+
+def run(tok_s, watts=None, util=None):
+    result = {"output_tokens_per_s": tok_s, "power": {"gpus": []}}
+    if watts is not None:
+        result["power"]["gpus"] = [{"index": i, "mean_w": watts, "limit_w": 600.0, "activity": {
+            "samples": 40, "median_power_fraction": round(watts / 600.0, 4), "median_util_pct": util,
+            "median_clock_fraction": 1.0, "max_sm_clock_mhz": 2430.0, "throttle_reason_samples": 40,
+            "throttle_reason_share": 0.0, "power_reason_share": 0.0, "thermal_reason_share": 0.0}} for i in range(8)]
+    return result
+
+
+def measurement(config, low, high, parity=("a", "b", "c"), noise=(0.0, 0.0, 0.0), watts=None, util=None):
+    return {"config": sorted(config), "parity": list(parity),
+            "loads": {"low": [run(low * (1 + n)) for n in noise],
+                      "high": [run(high * (1 + n), watts, util) for n in noise]}}
+
+
+# ------------------------------------------------------------------ per load
+
+def test_a_gain_beyond_the_band_is_a_gain_and_inside_it_no_change():
+    base = [run(1000), run(1010), run(990)]
+    assert ex.compare_load(base, [run(1080)] * 3, SETTINGS, "high")["verdict"] == ex.GAIN
+    assert ex.compare_load(base, [run(1020)] * 3, SETTINGS, "high")["verdict"] == ex.NEUTRAL
+    assert ex.compare_load(base, [run(900)] * 3, SETTINGS, "high")["verdict"] == ex.REGRESSION
+
+
+def test_the_band_widens_with_the_measured_spread():
+    # 6.9 % drift on a settled server (flashinfer#3903): a +8 % reading inside twice that spread is noise.
+    noisy = [run(1000), run(1069), run(1035)]
+    verdict = ex.compare_load(noisy, [run(1117)] * 3, SETTINGS, "high")
+    assert verdict["band"] == pytest.approx(2 * 69 / 1035, abs=1e-3)
+    assert verdict["verdict"] == ex.NEUTRAL
+
+
+def test_the_median_not_the_mean_decides():
+    # One stalled repeat does not make a regression.
+    verdict = ex.compare_load([run(1000)] * 3, [run(1001), run(999), run(300)], dict(SETTINGS, noise_multiple=0),
+                              "high")
+    assert verdict["candidate"]["median"] == 999 and verdict["verdict"] == ex.NEUTRAL
+
+
+def test_a_run_without_throughput_is_named():
+    with pytest.raises(ex.ExperimentError, match="the candidate at load high has a run without output_tokens_per_s"):
+        ex.compare_load([run(1)], [{"failed": True}], SETTINGS, "high")
+    with pytest.raises(ex.ExperimentError, match="the baseline at load low has no measurement"):
+        ex.compare_load([], [run(1)], SETTINGS, "low")
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"tolerance": 1.5}, "smoke_test_experiment_tolerance must be a fraction"),
+    ({"tolerance": "ten"}, "smoke_test_experiment_tolerance must be a fraction"),
+    ({"noise_multiple": -1}, "smoke_test_experiment_noise_multiple must be a number of 0 or more"),
+    ({"parity_min_match": 2}, "smoke_test_parity_min_match must be a fraction from 0 to 1"),
+    ({"loads": "high"}, "must be a list of load names"),
+])
+def test_bad_settings_name_the_variable(settings, message):
+    with pytest.raises(ex.ExperimentError, match=message):
+        ex.settings_of(settings)
+
+
+# ------------------------------------------------------------------ parity
+
+def test_parity_counts_matching_prompts_and_shows_the_first_mismatch():
+    check = ex.parity_check(["x", "y", "z", "w"], ["x", "!!", "z", "w"], 0.75)
+    assert check["ok"] and check["matched"] == 3 and check["fraction"] == 0.75
+    assert check["first_mismatch"] == {"prompt": 1, "baseline": "y", "candidate": "!!"}
+    assert not ex.parity_check(["x", "y"], ["x", "!!"], 1.0)["ok"]
+
+
+def test_parity_needs_the_same_prompts():
+    with pytest.raises(ex.ExperimentError, match="2 outputs of the baseline and 1 of the candidate"):
+        ex.parity_check(["x", "y"], ["x"])
+
+
+# ------------------------------------------------------------------ one experiment
+
+def test_a_helper_is_kept():
+    verdict = ex.experiment_verdict("nccl_min_nchannels", measurement([], 500, 3000),
+                                    measurement(["nccl_min_nchannels"], 540, 3240), SETTINGS)
+    assert verdict["decision"] == ex.KEPT and verdict["reason"] == "faster at load low, high"
+    assert verdict["message"].startswith("nccl_min_nchannels kept, faster at load low, high. low gain +8.0 %")
+
+
+def test_a_hurter_is_rejected_with_its_cause():
+    verdict = ex.experiment_verdict("flashinfer_allreduce_fusion", measurement([], 500, 3740, watts=480, util=96),
+                                    measurement(["f"], 40, 236, watts=125, util=100), SETTINGS)
+    assert verdict["decision"] == ex.REJECTED and verdict["cause"] == "spin-wait"
+    assert "slower at load low, high" in verdict["message"] and "spin-wait" in verdict["message"]
+
+
+def test_a_neutral_one_keeps_the_shipped_behaviour():
+    verdict = ex.experiment_verdict("cuda_graph_max_bs", measurement([], 500, 3000), measurement(["c"], 505, 2990),
+                                    SETTINGS)
+    assert verdict["decision"] == ex.NO_GAIN
+    assert verdict["reason"] == "no measurable gain at any load: the shipped behaviour stays"
+
+
+def test_wrong_output_is_rejected_whatever_its_speed():
+    verdict = ex.experiment_verdict("fp8_kv", measurement([], 500, 3000),
+                                    measurement(["k"], 900, 5000, parity=("a", "garbled", "c")), SETTINGS)
+    assert verdict["decision"] == ex.REJECTED
+    assert verdict["reason"] == "wrong output: 2 of 3 prompts match the baseline (100 % needed)"
+
+
+def test_a_load_dependent_one_shows_each_load_and_is_rejected():
+    verdict = ex.experiment_verdict("max_running_requests", measurement([], 500, 3000),
+                                    measurement(["m"], 600, 2400), SETTINGS)
+    assert verdict["loads"]["low"]["verdict"] == ex.GAIN and verdict["loads"]["high"]["verdict"] == ex.REGRESSION
+    assert verdict["decision"] == ex.REJECTED and verdict["reason"] == "slower at load high"
+
+
+# ------------------------------------------------------------------ the plan, as the role drives it
+
+def model(effects, wrong=()):
+    """A server: each live experiment multiplies (low, high) throughput; the wrong ones garble the output."""
+    def measure(config):
+        low, high = 500.0, 3000.0
+        for name in config:
+            low, high = low * effects[name][0], high * effects[name][1]
+        parity = ("a", "garbled" if set(config) & set(wrong) else "b", "c")
+        return measurement(config, low, high, parity=parity)
+    return measure
+
+
+def drive(experiments, measure, stored_baseline=None, remembered=None):
+    """The role's loop: deployed with every experiment live; restart for each configuration measured; the final one."""
+    deployed = list(experiments)
+    measurements = {ex.config_key(deployed): measure(deployed)}
+    if stored_baseline is not None:
+        measurements[ex.config_key([])] = stored_baseline
+    sequence = []
+    for _ in range(2 * len(experiments) + 2):
+        step = ex.plan_step(experiments, measurements, SETTINGS, remembered)
+        if step["done"]:
+            return step, ex.restarts_of(sequence + [step["keep"]], deployed)
+        assert ex.config_key(step["measure"]) not in measurements
+        sequence.append(step["measure"])
+        measurements[ex.config_key(step["measure"])] = measure(step["measure"])
+    raise AssertionError("the plan did not end")
+
+
+def decisions(step):
+    return {verdict["experiment"]: verdict["decision"] for verdict in step["verdicts"]}
+
+
+def test_one_experiment_costs_at_most_two_restarts():
+    step, restarts = drive(["h"], model({"h": (1.1, 1.1)}))
+    assert decisions(step) == {"h": ex.KEPT} and step["keep"] == ["h"] and restarts == 2
+    step, restarts = drive(["f"], model({"f": (0.1, 0.06)}))
+    assert decisions(step) == {"f": ex.REJECTED} and step["keep"] == [] and restarts == 1
+
+
+def test_a_stored_baseline_saves_its_restart():
+    step, restarts = drive(["h"], model({"h": (1.1, 1.1)}), stored_baseline=model({})([]))
+    assert step["keep"] == ["h"] and restarts == 0
+
+
+def test_bisection_finds_the_culprit_among_three_and_keeps_the_helper():
+    step, restarts = drive(["h", "n", "f"], model({"h": (1.08, 1.08), "n": (1.0, 1.0), "f": (0.1, 0.06)}))
+    assert decisions(step) == {"h": ex.KEPT, "n": ex.NO_GAIN, "f": ex.REJECTED}
+    assert step["keep"] == ["h"]
+    # baseline, {h}, {h, n}; f decided by the deployed set against {h, n}; back to {h}.
+    assert restarts == 4
+    fusion = next(verdict for verdict in step["verdicts"] if verdict["experiment"] == "f")
+    assert fusion["baseline_config"] == ["h", "n"] and fusion["candidate_config"] == ["f", "h", "n"]
+
+
+@pytest.mark.parametrize("effects", [dict(zip("abc", combo)) for combo in itertools.product(
+    [(1.1, 1.1), (1.0, 1.0), (0.1, 0.1), (1.2, 0.8)], repeat=3)])
+def test_k_experiments_cost_at_most_k_plus_one_restarts_on_a_kept_baseline(effects):
+    measure = model(effects)
+    step, restarts = drive(list("abc"), measure, stored_baseline=measure([]))
+    assert restarts <= 4, (effects, step)
+    # Measuring the baseline costs one more, at most, and only on a host's first run with this configuration.
+    step_without, restarts_without = drive(list("abc"), measure)
+    assert restarts_without <= 5 and decisions(step_without) == decisions(step)
+    for verdict in step["verdicts"]:
+        speed = effects[verdict["experiment"]]
+        expected = (ex.KEPT if min(speed) > 1.05 else ex.REJECTED if min(speed) < 0.95 else ex.NO_GAIN)
+        assert verdict["decision"] == expected, (effects, verdict["message"])
+
+
+def test_wrong_output_is_found_among_fast_ones():
+    step, _restarts = drive(["w", "h"], model({"w": (1.5, 1.5), "h": (1.1, 1.1)}, wrong=["w"]))
+    assert decisions(step) == {"w": ex.REJECTED, "h": ex.KEPT} and step["keep"] == ["h"]
+
+
+def test_remembered_verdicts_are_applied_without_measuring():
+    remembered = {"f": {"decision": ex.REJECTED, "reason": "slower at load high"},
+                  "h": {"decision": ex.KEPT, "reason": "faster at load high"}}
+    measure = model({"h": (1.1, 1.1), "f": (0.1, 0.1), "n": (1.0, 1.0)})
+    step, restarts = drive(["h", "f", "n"], measure, remembered=remembered)
+    assert decisions(step) == {"h": ex.KEPT, "f": ex.REJECTED, "n": ex.NO_GAIN}
+    assert [verdict["remembered"] for verdict in step["verdicts"]] == [True, True, False]
+    assert step["verdicts"][1]["message"] == ("f rejected, slower at load high: kept from another host's measurement "
+                                              "in run ?.")
+    assert step["keep"] == ["h"]
+    # {h} (the baseline of n), {h, n}, then {h}.
+    assert restarts == 3
+
+
+def test_a_remembered_verdict_without_a_decision_is_refused():
+    with pytest.raises(ex.ExperimentError, match="delete it from the verdict file"):
+        ex.plan_step(["f"], {}, SETTINGS, {"f": {"reason": "?"}})
+
+
+# ------------------------------------------------------------------ memory
+
+LOAD_SPECS = {"low": {"concurrency": 4, "num_requests": 16, "input_tokens": 64, "output_tokens": 32},
+              "high": {"concurrency": 64, "num_requests": 256, "input_tokens": 1024, "output_tokens": 256}}
+
+
+def test_the_memory_key_names_the_configuration():
+    key = ex.memory_key("0.5.23", 8, "pcie", "NVIDIA RTX PRO 6000 Blackwell Server Edition", LOAD_SPECS)
+    assert key == ("sglang 0.5.23 | TP 8 | pcie | NVIDIA RTX PRO 6000 Blackwell Server Edition | "
+                   "high=64/256/1024/256,low=4/16/64/32")
+    with pytest.raises(ex.ExperimentError, match="per release, TP size, topology and GPU model"):
+        ex.memory_key("0.5.23", None, "pcie", "x", LOAD_SPECS)
+
+
+def test_memory_keeps_measured_verdicts_and_retry_forgets_them():
+    step, _ = drive(["h", "f"], model({"h": (1.1, 1.1), "f": (0.1, 0.1)}))
+    memory = ex.remember({}, "k", step["verdicts"], "host-a", "run-1")
+    assert memory["k"]["f"]["decision"] == ex.REJECTED and memory["k"]["f"]["host"] == "host-a"
+    assert memory["k"]["f"]["loads"]["high"]["verdict"] == ex.REGRESSION
+    assert set(ex.remembered_verdicts(memory, "k")) == {"h", "f"}
+    assert set(ex.remembered_verdicts(memory, "k", retry=["f"])) == {"h"}
+    assert ex.remembered_verdicts(memory, "other") == {}
+
+
+# ------------------------------------------------------------------ what the role hands in and out
+
+def test_a_stored_baseline_of_another_configuration_is_not_reused():
+    measure = model({"h": (1.1, 1.1)})
+    other = dict(measure([]), config=["x"])
+    step = ex.plan_step(["h"], {"h": measure(["h"])}, SETTINGS, None, other)
+    assert step == {"done": False, "measure": []}
+    step = ex.plan_step(["h"], {"h": measure(["h"])}, SETTINGS, None, measure([]))
+    assert step["done"] and step["baseline_reused"] and step["measured"] == 1
+
+
+def test_the_measurement_is_assembled_from_the_roles_loops():
+    runs = [dict(run(100 + n), item=[load, n], invocation={"module_args": {}}) for load in LOADS for n in range(3)]
+    parity = [{"json": {"choices": [{"text": " Paris"}]}}, {"json": {"choices": [{"message": {"content": "4"}}]}}]
+    measured = ex.measurement_of(runs, parity, ["b", "a"], "with a, b")
+    assert measured["config"] == ["a", "b"] and measured["parity"] == [" Paris", "4"]
+    assert [r["output_tokens_per_s"] for r in measured["loads"]["high"]] == [100, 101, 102]
+    assert "invocation" not in measured["loads"]["low"][0] and "item" not in measured["loads"]["low"][0]
+    with pytest.raises(ex.ExperimentError, match="a parity prompt got no completion"):
+        ex.measurement_of(runs, [{"msg": "Status code was 500"}], [])
+
+
+def test_report_rows_put_the_kept_configuration_last_with_its_threshold_load_last():
+    rows = (ex.report_entries(dict(measurement(["f"], 40, 236), label="with f"), ["f"], [])
+            + ex.report_entries(dict(measurement([], 500, 3000, noise=(0.0, 0.01, -0.01)), label="baseline"), [], []))
+    assert rows[3]["runs"] == [500.0, 505.0, 495.0] and rows[3]["result"]["output_tokens_per_s"] == 500.0
+    ordered = ex.final_rows(rows, [], "high")
+    assert [(row["label"]) for row in ordered] == ["with f, load high", "with f, load low", "baseline, load low",
+                                                    "baseline, load high"]
+
+
+def test_the_switch_turns_gates_and_tuning_options_on_exactly_where_the_configuration_has_them():
+    switch = ex.switch_to(["nccl_min_nchannels_8"], ["flashinfer_allreduce_fusion", "nccl_min_nchannels_8"],
+                          {"moe_runner_sm120": True, "flashinfer_allreduce_fusion": True},
+                          ["nccl_min_nchannels_8"], ["moe_runner_sm120", "flashinfer_allreduce_fusion"])
+    assert switch == {"patches_enabled": {"moe_runner_sm120": True, "flashinfer_allreduce_fusion": False},
+                      "tuning": ["nccl_min_nchannels_8"], "gates_change": True}
+    assert not ex.switch_to(["flashinfer_allreduce_fusion"], ["flashinfer_allreduce_fusion", "t"], {}, ["t"],
+                            ["flashinfer_allreduce_fusion"])["gates_change"]
+
+
+def test_what_is_not_kept_is_recorded_by_the_role_that_runs_it():
+    verdicts = [{"experiment": "f", "decision": ex.REJECTED, "reason": "slower at load high"},
+                {"experiment": "t", "decision": ex.NO_GAIN, "reason": "no measurable gain at any load"},
+                {"experiment": "h", "decision": ex.KEPT, "reason": "faster at load low"}]
+    found = ex.rejections(verdicts, ["t"], "R1", "2026-12-01T00:00:00Z")
+    assert list(found["gates"]) == ["f"] and list(found["tuning"]) == ["t"]
+    assert found["gates"]["f"]["reason"] == "smoke test R1: rejected, slower at load high"
+
+
+def test_the_thresholds_hold_at_the_load_of_highest_concurrency_and_a_bad_load_is_named():
+    assert ex.threshold_load(LOAD_SPECS) == "high"
+    with pytest.raises(ex.ExperimentError, match="load low needs concurrency, num_requests"):
+        ex.threshold_load({"low": {"concurrency": 4}})
+    with pytest.raises(ex.ExperimentError, match="smoke_test_loads must name at least one load"):
+        ex.threshold_load({})
+
+
+def test_every_hosts_verdicts_are_remembered_by_one_writer():
+    step, _ = drive(["f"], model({"f": (0.1, 0.1)}))
+    runs = [{"host": "a", "memory_key": "k", "verdicts": step["verdicts"]}, {"host": "b", "memory_key": "k2",
+                                                                              "verdicts": []}]
+    memory = ex.remember_runs({"old": {"x": {"decision": ex.KEPT}}}, runs, "R")
+    assert set(memory) == {"old", "k"} and memory["k"]["f"]["host"] == "a"
