@@ -24,8 +24,8 @@ def _environment(profile_env, env=None, gate_env=None):
     return launch_profile.launch_environment(profile_env, env, gate_env)
 
 
-def _record(installed, live_gates):
-    return launch_profile.record(installed, live_gates)
+def _record(installed, live_gates, tuning=None):
+    return launch_profile.record(installed, live_gates, tuning)
 
 
 class FilterModule:

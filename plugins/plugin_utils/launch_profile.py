@@ -121,7 +121,13 @@ def config_file(api_key):
     return json.dumps(arguments, indent=2, sort_keys=True) + "\n"
 
 
-def record(installed, live_gates):
-    """What the server runs, recorded in its environment file so that a change restarts it."""
+def record(installed, live_gates, tuning=None):
+    """What the server runs, recorded in its environment file so that a change restarts it.
+
+    The tuning options are recorded only when there are some, so a host without any keeps its file as it was.
+    """
     packages = ",".join("%s==%s" % (name, version) for name, version in sorted((installed or {}).items()) if version)
-    return {"SM120_SGLANG_INSTALL_SET": packages, "SM120_PATCHES_LIVE": ",".join(sorted(live_gates or []))}
+    recorded = {"SM120_SGLANG_INSTALL_SET": packages, "SM120_PATCHES_LIVE": ",".join(sorted(live_gates or []))}
+    if tuning:
+        recorded["SM120_TUNING_LIVE"] = ",".join(sorted(tuning))
+    return recorded

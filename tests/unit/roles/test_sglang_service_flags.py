@@ -18,7 +18,7 @@ import pathlib
 import pytest
 import yaml
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_plan, launch_profile, sglang_releases
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, gate_plan, launch_profile, sglang_releases
 from ansible_collections.sm120.sglang.plugins.plugin_utils.server_flag_problems import flag_problems
 from ansible_collections.sm120.sglang.plugins.plugin_utils.server_flags import read_server_flags
 from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
@@ -28,7 +28,8 @@ PROFILES = yaml.safe_load((ROOT / "roles" / "sglang_service" / "vars" / "profile
 PROFILE = PROFILES["__sglang_service_builtin_profiles"]["glm-5-nvfp4"]
 DATA = sglang_releases.load()
 RELEASES = sglang_releases.versions(DATA)
-TUNING = {"--cuda-graph-max-bs": 256, "--max-running-requests": 128}
+# Every tuning option of data/experiments.yml at once: each release must take each of their flags.
+TUNING = experiment_data.tuning_settings(sorted(experiment_data.load()["options"]))["flags"]
 MULTINODE = {"--nnodes": 2, "--node-rank": 1, "--dist-init-addr": "10.1.230.174:25000"}
 
 
@@ -58,7 +59,7 @@ def test_the_release_s_own_parser_accepts_every_flag_and_value_the_service_rende
 
 def test_renamed_flags_are_written_each_release_s_way():
     assert "--cuda-graph-max-bs" in rendered("0.5.13") and "--cuda-graph-max-bs-decode" not in rendered("0.5.13")
-    assert rendered("0.5.23")["--cuda-graph-max-bs-decode"] == 256 and "--cuda-graph-max-bs" not in rendered("0.5.23")
+    assert rendered("0.5.23")["--cuda-graph-max-bs-decode"] == 128 and "--cuda-graph-max-bs" not in rendered("0.5.23")
     assert "--cuda-graph-max-bs" not in parser_of("0.5.20")
     assert rendered("0.5.9")["--enable-flashinfer-allreduce-fusion"] is True
     assert rendered("0.5.14")["--flashinfer-allreduce-fusion-backend"] == "auto"
