@@ -49,13 +49,16 @@ class RecordError(ValueError):
     """The measurement or its load is not what the smoke test builds."""
 
 
-def _load(load):
-    """endpoint/concurrency/requests/input/output tokens, as the smoke test's config names the load."""
-    parts = str(load or "").split("/")
-    if len(parts) != 5 or parts[0] not in BACKENDS or not all(part.isdigit() for part in parts[1:]):
-        raise RecordError("a load is endpoint/concurrency/requests/input tokens/output tokens with endpoint one of "
-                          "%s, got %r" % (", ".join(sorted(BACKENDS)), load))
-    return parts[0], [int(part) for part in parts[1:]]
+def _load(config, name):
+    """(endpoint, [concurrency, requests, input tokens, output tokens]) of the load ``name`` of the run's config."""
+    endpoint = config.get("endpoint")
+    load = (config.get("loads") or {}).get(name) if isinstance(config.get("loads"), Mapping) else None
+    figures = [number(get_in(load, field)) for field in ("concurrency", "num_requests", "input_tokens", "output_tokens")]
+    if endpoint not in BACKENDS or None in figures:
+        raise RecordError("a measurement's load %r must be one of the run's config.loads, each with concurrency, "
+                          "num_requests, input_tokens and output_tokens, and config.endpoint one of %s; got %r"
+                          % (name, ", ".join(sorted(BACKENDS)), config))
+    return endpoint, [int(figure) for figure in figures]
 
 
 def bench_serving_record(measurement, run):
@@ -66,7 +69,7 @@ def bench_serving_record(measurement, run):
         raise RecordError("a run is {host, run_id, config}, got %r" % (run,))
     result = measurement["result"]
     config = run.get("config") if isinstance(run.get("config"), Mapping) else {}
-    endpoint, (concurrency, _requests, input_tokens, output_tokens) = _load(config.get("load"))
+    endpoint, (concurrency, _requests, input_tokens, output_tokens) = _load(config, measurement.get("load"))
     gpus = [gpu for _index, gpu in power_gpus(result)]
     limits = [number(gpu.get("limit_w")) for gpu in gpus]
     record = {
@@ -102,6 +105,9 @@ def bench_serving_record(measurement, run):
         "profile": config.get("profile"),
         "model": config.get("model"),
         "patches_live": list(measurement.get("patches_live") or []),
+        "tuning_live": list(measurement.get("tuning_live") or []),
+        "load": measurement.get("load"),
+        "repeats_output_throughput": list(measurement.get("runs") or []),
     })
     return record
 

@@ -7,7 +7,8 @@ roles/smoke_test assembles for one host:
 
     {host, run_id, started_at, config: {profile, sglang_version, model, load},
      patches_live: [gate ids], thresholds: {min_output_tok_s, max_ttft_p99_ms, min_power_fraction},
-     measurements: [{label, patches_live, result: <serving_benchmark result>}],
+     measurements: [{label, patches_live, result: <serving_benchmark result>, runs: [tok/s], spread}],
+     verdicts: [experiment verdicts of plugin_utils/experiments.py],
      verdict: {status: pass|fail|regression-rolled-back|warn, messages: [...], rolled_back: [gate ids]}}
 
 The last measurement is the run's result. Every figure may be missing or None
@@ -132,8 +133,19 @@ def cost_text(run):
     restarts, seconds = number(get_in(run, "cost", "restarts")), number(get_in(run, "cost", "restart_s"))
     if restarts is None:
         return NA
-    return "%d restart%s of the server, %s min until it was healthy again" % (
+    text = "%d restart%s of the server, %s min until it was healthy again" % (
         restarts, "" if restarts == 1 else "s", format_number(seconds / 60.0 if seconds is not None else None, 1))
+    experiments, spent = number(get_in(run, "cost", "experiments")), number(get_in(run, "cost", "experiment_restarts"))
+    measured = [verdict for verdict in run.get("verdicts") or [] if isinstance(verdict, Mapping)
+                and not verdict.get("remembered")]
+    if experiments and spent is not None and not measured:
+        text += "; %d of them for %d experiment%s, whose verdicts were all kept from earlier runs" % (
+            spent, experiments, "" if experiments == 1 else "s")
+    elif experiments and spent is not None:
+        text += "; %d of them for %d experiment%s (the baseline %s)" % (
+            spent, experiments, "" if experiments == 1 else "s",
+            "kept from an earlier run" if get_in(run, "cost", "baseline_reused") else "measured in this run")
+    return text
 
 
 # ------------------------------------------------------------------ Markdown, one host
@@ -150,8 +162,12 @@ def smoke_report_markdown(run):
     lines.append("- Started: %s" % _inline(run.get("started_at") or NA))
     lines.append("- Profile %s, SGLang %s, model %s" % (
         _code(config.get("profile")), _code(config.get("sglang_version")), _code(config.get("model"))))
-    if config.get("load"):
-        lines.append("- Load (endpoint/concurrency/requests/input/output tokens): %s" % _code(config["load"]))
+    loads = config.get("loads") if isinstance(config.get("loads"), Mapping) else {}
+    if loads:
+        lines.append("- Loads (%s; concurrency/requests/input/output tokens): %s" % (
+            _code(config.get("endpoint")), ", ".join("%s %s" % (_inline(name), _code("/".join(
+                str(get_in(load, field)) for field in ("concurrency", "num_requests", "input_tokens", "output_tokens"))))
+                for name, load in sorted(loads.items()))))
     lines.append("- Patches live now: %s" % _codes(gate_names(run.get("patches_live"))))
     lines.append("- Cost: %s" % cost_text(run))
     lines.append("- Thresholds: output at least %s tok/s, TTFT p99 at most %s ms, GPU power at least %s of the limit" % (
@@ -166,6 +182,8 @@ def smoke_report_markdown(run):
     if rolled_back:
         lines += ["", "Rolled back: %s" % _codes(rolled_back)]
 
+    lines += experiment_lines(run.get("verdicts"))
+
     lines += ["", "## Measurements", ""]
     if not measurements:
         lines.append("No measurements.")
@@ -178,6 +196,7 @@ def smoke_report_markdown(run):
                 "%d. %s" % (position, _inline(measurement.get("label") or NA)),
                 _codes(gate_names(measurement.get("patches_live"))),
                 _marked(format_number(result.get("output_tokens_per_s"), 1), "output_tokens_per_s" in breaches),
+                _runs_text(measurement),
                 format_number(result.get("total_tokens_per_s"), 1),
                 format_number(result.get("requests_per_s"), 2),
                 format_number(get_in(result, "ttft_ms", "p50"), 1),
@@ -187,9 +206,11 @@ def smoke_report_markdown(run):
                 format_number(get_in(result, "e2e_latency_ms", "p99"), 1),
                 _count(result.get("failed_requests")),
             ])
-        lines += _table(["Measurement", "Patches live", "Output tok/s", "Total tok/s", "Req/s", "TTFT p50 ms",
-                         "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "E2E p99 ms", "Failed"], "llrrrrrrrrr", rows)
-        lines += ["", "The last measurement is the run's result; ✗ marks a figure that misses its threshold."]
+        lines += _table(["Measurement", "Patches live", "Output tok/s", "Repeats (spread)", "Total tok/s", "Req/s",
+                         "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "E2E p99 ms", "Failed"],
+                        "llrlrrrrrrrr", rows)
+        lines += ["", "Each row is the median of its repeats; output tok/s counts generated tokens, total tok/s adds the "
+                  "prompts'. The last measurement is the run's result; ✗ marks a figure that misses its threshold."]
 
     for position, measurement in enumerate(measurements, 1):
         lines += ["", "## Power: %d. %s" % (position, _inline(measurement.get("label") or NA)), ""]
@@ -198,6 +219,44 @@ def smoke_report_markdown(run):
         if errors:
             lines += ["", "Errors:"] + ["- %s" % _inline(error) for error in errors]
     return "\n".join(lines) + "\n"
+
+
+def _runs_text(measurement):
+    runs = [format_number(value, 1) for value in gate_names(measurement.get("runs")) if number(value) is not None]
+    if not runs:
+        return NA
+    spread = number(measurement.get("spread"))
+    return "%s (%s %%)" % (", ".join(runs), format_number(spread * 100 if spread is not None else None, 1))
+
+
+def _load_text(verdict):
+    loads = verdict.get("loads") if isinstance(verdict.get("loads"), Mapping) else {}
+    return "; ".join("%s %s %s %% (±%s)" % (
+        _inline(load), _inline(figures.get("verdict") or NA),
+        "%+.1f" % (number(figures.get("change")) * 100) if number(figures.get("change")) is not None else NA,
+        format_number(number(figures.get("band")) * 100 if number(figures.get("band")) is not None else None, 1))
+        for load, figures in sorted(loads.items()) if isinstance(figures, Mapping)) or NA
+
+
+def _parity_text(verdict):
+    parity = verdict.get("parity") if isinstance(verdict.get("parity"), Mapping) else {}
+    if number(parity.get("total")) is None:
+        return NA
+    return "%s of %s" % (_count(parity.get("matched")), _count(parity.get("total")))
+
+
+def experiment_lines(verdicts):
+    """The experiments' verdicts: one row each, with the figures at every load, the parity and the cause."""
+    verdicts = [verdict for verdict in (verdicts or []) if isinstance(verdict, Mapping)]
+    if not verdicts:
+        return []
+    rows = [[_code(verdict.get("experiment")), _inline(verdict.get("decision") or NA), _inline(verdict.get("reason") or NA),
+             _load_text(verdict), _parity_text(verdict), _inline(verdict.get("cause") or NA),
+             "remembered" if verdict.get("remembered") else "measured"] for verdict in verdicts]
+    return ["", "## Experiments", ""] + _table(
+        ["Experiment", "Decision", "Why", "Per load: change (band)", "Parity", "Cause", "Decided by"], "lllllll", rows) + [
+        "", "Each experiment against the configuration it was added to, medians of the repeats; inside the band is no "
+        "measurable gain, and the shipped behaviour stays."]
 
 
 def _power_lines(result, thresholds):
@@ -270,4 +329,12 @@ def smoke_fleet_markdown(runs):
     lines += _table(["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction", "Cause", "Restarts",
                      "Patches live", "Rolled back"], "llrrrlrll", rows)
     lines += ["", "Figures of each host's final measurement; ✗ marks a miss of that host's threshold."]
+    verdict_rows = [[_inline(run.get("host") or NA), _code(verdict.get("experiment")),
+                     _inline(verdict.get("decision") or NA), _load_text(verdict), _parity_text(verdict),
+                     _inline(verdict.get("cause") or NA), "remembered" if verdict.get("remembered") else "measured"]
+                    for run in runs for verdict in (run.get("verdicts") or []) if isinstance(verdict, Mapping)]
+    if verdict_rows:
+        lines += ["", "## Every verdict", ""] + _table(
+            ["Host", "Experiment", "Decision", "Per load: change (band)", "Parity", "Cause", "Decided by"], "lllllll",
+            verdict_rows)
     return "\n".join(lines) + "\n"

@@ -24,7 +24,7 @@ SGLANG_STANDIN_FAIL_AT_START=1 makes it exit 1 at once with a message on
 stderr, as a launch that cannot load its model does.
 
 It also plays what the gates of data/sglang_releases.yml do to a real server on
-the GPUs, so that the smoke check's canary has something to measure. Like the
+the GPUs, so that the smoke test's experiments have something to measure. Like the
 real server, it runs with the SGLang venv's interpreter and sees only what that
 server would see: the installed SGLang's source, its own command line and its
 environment. A gate is live for it when

@@ -6,7 +6,7 @@ molecule/resources/nvidia-smi/nvidia_smi_standin.py reports the number in the
 SGLang stand-in's power file as every GPU's power.draw, when the file exists.
 The last test runs serving_benchmark's own code (module_utils) against the
 SGLang stand-in with and without the fusion gate's edit, sampling power
-through the nvidia-smi stand-in, and sees what the smoke check's canary must
+through the nvidia-smi stand-in, and sees what the smoke test's experiments must
 catch: throughput collapsed and GPUs at about a fifth of their limit.
 """
 
@@ -104,7 +104,7 @@ def test_an_unreadable_power_file_falls_back_to_the_capture_and_says_so(tmp_path
     assert "ignoring %s" % (tmp_path / "power") in done.stderr
 
 
-# ------------------------------------------------------------------ both stand-ins, measured as the canary does
+# ------------------------------------------------------------------ both stand-ins, measured as the smoke test does
 
 def _free_port():
     with socket.socket() as sock:

@@ -37,13 +37,15 @@ def _result(output_tok_s, watts, util):
 
 RUN = {
     "host": "gpu-node-1", "run_id": "20261201T120000Z",
-    "config": {"profile": "glm5-nvfp4-tp8", "sglang_version": "0.5.23", "model": "glm-5",
-               "load": "completions/64/256/1024/256"},
+    "config": {"profile": "glm5-nvfp4-tp8", "sglang_version": "0.5.23", "model": "glm-5", "endpoint": "completions",
+               "loads": {"low": {"concurrency": 4, "num_requests": 32, "input_tokens": 1024, "output_tokens": 256},
+                         "high": {"concurrency": 64, "num_requests": 256, "input_tokens": 1024, "output_tokens": 256}}},
     "measurements": [
-        {"label": "with new patches: flashinfer_allreduce_fusion", "patches_live": ["flashinfer_allreduce_fusion"],
+        {"label": "with flashinfer_allreduce_fusion, load high", "load": "high",
+         "patches_live": ["flashinfer_allreduce_fusion"], "runs": [230.0, 236.0, 240.0], "spread": 0.0424,
          "result": _result(236.0, 125.0, 100.0)},
-        {"label": "after rolling back flashinfer_allreduce_fusion", "patches_live": [],
-         "result": _result(3740.0, 480.0, 96.0)},
+        {"label": "baseline: none of flashinfer_allreduce_fusion, load high", "load": "high", "patches_live": [],
+         "tuning_live": ["nccl_min_nchannels_8"], "result": _result(3740.0, 480.0, 96.0)},
     ],
 }
 
@@ -70,13 +72,15 @@ def test_the_record_carries_bench_servings_figures_and_power():
     assert record["p99_itl_ms"] == 24.1 and record["median_tpot_ms"] == 17.0 and record["p99_e2e_latency_ms"] == 4380.7
     assert (record["avg_power_w"], record["power_limit_w"], record["joules_per_output_token"]) == (3840.0, 4800.0, 1.027)
     assert (record["host"], record["sglang_version"], record["patches_live"]) == ("gpu-node-1", "0.5.23", [])
+    assert (record["load"], record["tuning_live"]) == ("high", ["nccl_min_nchannels_8"])
+    assert bench_serving_record(RUN["measurements"][0], RUN)["repeats_output_throughput"] == [230.0, 236.0, 240.0]
     # What serving_benchmark does not measure is left out, not made up.
     assert "std_ttft_ms" not in record and "p95_itl_ms" not in record
 
 
 def test_the_chat_endpoint_is_bench_servings_chat_backend_and_missing_figures_are_null():
-    run = dict(RUN, config=dict(RUN["config"], load="chat/8/64/64/64"))
-    measurement = {"label": "as deployed", "patches_live": None, "result": {"failed_requests": 64}}
+    run = dict(RUN, config=dict(RUN["config"], endpoint="chat"))
+    measurement = {"label": "as deployed", "load": "low", "patches_live": None, "result": {"failed_requests": 64}}
     record = bench_serving_record(measurement, run)
     assert record["backend"] == BACKENDS["chat"] == "sglang-oai-chat"
     assert record["output_throughput"] is None and record["mean_ttft_ms"] is None and record["avg_power_w"] is None
@@ -84,10 +88,15 @@ def test_the_chat_endpoint_is_bench_servings_chat_backend_and_missing_figures_ar
     json.dumps(record, allow_nan=False)
 
 
-@pytest.mark.parametrize("load", [None, "completions/64/256/1024", "grpc/64/256/1024/256", "completions/x/1/1/1"])
-def test_a_load_that_is_not_the_smoke_tests_is_named(load):
-    with pytest.raises(AnsibleFilterError, match="a load is endpoint/concurrency/requests/input tokens/output tokens"):
-        jsonl(dict(RUN, config=dict(RUN["config"], load=load)))
+@pytest.mark.parametrize("config", [
+    dict(RUN["config"], endpoint="grpc"),
+    dict(RUN["config"], loads={}),
+    dict(RUN["config"], loads={"high": {"concurrency": "x", "num_requests": 1, "input_tokens": 1, "output_tokens": 1}}),
+    dict(RUN["config"], loads={"high": {"concurrency": 64}}),
+])
+def test_a_load_that_is_not_the_smoke_tests_is_named(config):
+    with pytest.raises(AnsibleFilterError, match="a measurement's load 'high' must be one of the run's config.loads"):
+        jsonl(dict(RUN, config=config))
 
 
 def test_a_run_or_measurement_of_the_wrong_shape_is_named():
@@ -101,7 +110,8 @@ def test_every_bench_serving_key_written_is_one_bench_serving_writes():
     # The result dict of benchmark() in the real 0.5.23 wheel, where bench_serving moved to sglang.benchmark.
     source = sglang_wheel("0.5.23").read("sglang/benchmark/serving.py").decode()
     ours = {"avg_power_w", "power_limit_w", "joules_per_output_token", "power_source", "cause", "failed", "host",
-            "run_id", "sglang_version", "profile", "model", "patches_live"}
+            "run_id", "sglang_version", "profile", "model", "patches_live", "tuning_live", "load",
+            "repeats_output_throughput"}
     for key in bench_serving_record(RUN["measurements"][0], RUN):
         if key not in ours:
             assert '"%s":' % key in source, key

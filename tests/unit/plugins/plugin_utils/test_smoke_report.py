@@ -3,7 +3,7 @@
 """The smoke check's reports, from a run shaped like roles/smoke_test's.
 
 The run is the fusion gate's measured regression on 8x RTX PRO 6000: with the
-gate live 236 output tok/s at 125 W a GPU, after the canary rolled it back
+gate live 236 output tok/s at 125 W a GPU, after the smoke test turned it off
 3,740 tok/s at 480 W (the stand-in's healthy draw) of 600 W.
 """
 
@@ -74,14 +74,15 @@ RUN = {
     "host": "gpu-node-1",
     "run_id": "20261129T112632Z",
     "started_at": "20261129T112632Z",
-    "config": {"profile": "glm5-nvfp4-tp8", "sglang_version": "0.5.9", "model": "glm-5",
-               "load": "completions/64/256/1024/256"},
+    "config": {"profile": "glm5-nvfp4-tp8", "sglang_version": "0.5.9", "model": "glm-5", "endpoint": "completions",
+               "loads": {"high": {"concurrency": 64, "num_requests": 256, "input_tokens": 1024, "output_tokens": 256}}},
     "patches_live": [],
     "thresholds": {"min_output_tok_s": 3000, "max_ttft_p99_ms": 20000, "min_power_fraction": 0.3},
     # The patches going live, the baseline without them: GLM-5 loads in 7-8 minutes a restart.
     "cost": {"restarts": 2, "restart_s": 912.0},
     "measurements": [
-        {"label": "with new patches: " + GATE, "patches_live": [GATE], "result": _result(236.0, 125.0, 61000.0)},
+        {"label": "with new patches: " + GATE, "patches_live": [GATE], "runs": [230.0, 236.0, 240.0], "spread": 0.0424,
+         "result": _result(236.0, 125.0, 61000.0)},
         {"label": "after rolling back " + GATE, "patches_live": [], "result": _result(3740.0, 480.0, 2900.0)},
     ],
     "verdict": {
@@ -140,14 +141,14 @@ def test_markdown_names_host_verdict_configuration_and_thresholds():
 def test_markdown_has_a_row_of_figures_per_measurement():
     text = smoke_report_markdown(RUN)
     header = _rows(text, "Measurement")[0]
-    assert header == ["Measurement", "Patches live", "Output tok/s", "Total tok/s", "Req/s", "TTFT p50 ms",
-                      "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "E2E p99 ms", "Failed"]
+    assert header == ["Measurement", "Patches live", "Output tok/s", "Repeats (spread)", "Total tok/s", "Req/s",
+                      "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "E2E p99 ms", "Failed"]
     patched, = _rows(text, "1. ")
     rolled_back, = _rows(text, "2. ")
     assert patched == ["1. with new patches: flashinfer_allreduce_fusion", "`flashinfer_allreduce_fusion`",
-                       "236.0", "1,180.0", "0.92", "15,250.0", "61,000.0", "271.2", "381.4", "69,423.7", "0"]
+                       "236.0", "230.0, 236.0, 240.0 (4.2 %)", "1,180.0", "0.92", "15,250.0", "61,000.0", "271.2", "381.4", "69,423.7", "0"]
     # Only the run's result, the last measurement, is held to the thresholds; it passes.
-    assert rolled_back == ["2. after rolling back flashinfer_allreduce_fusion", "none", "3,740.0", "18,700.0",
+    assert rolled_back == ["2. after rolling back flashinfer_allreduce_fusion", "none", "3,740.0", "n/a", "18,700.0",
                            "14.61", "725.0", "2,900.0", "17.1", "24.1", "4,380.7", "0"]
 
 
@@ -202,7 +203,7 @@ def test_markdown_marks_the_final_figures_that_miss_their_thresholds():
         "Output throughput 236.0 tok/s is below the threshold 3000.0 tok/s (smoke_test_min_output_tok_s)."]}
     text = smoke_report_markdown(run)
     row, = _rows(text, "1. ")
-    assert row[2] == "**236.0** ✗" and row[6] == "**61,000.0** ✗" and row[3] == "1,180.0"
+    assert row[2] == "**236.0** ✗" and row[7] == "**61,000.0** ✗" and row[4] == "1,180.0"
     assert _rows(text, "0 ")[0][4] == "**0.21** ✗"
     assert "# Smoke check: gpu-node-1 — FAIL" in text and "Rolled back" not in text
 
@@ -241,7 +242,7 @@ def test_markdown_says_n_a_where_figures_are_missing():
     }
     text = smoke_report_markdown(run)
     row, = _rows(text, "1. ")
-    assert row == ["1. as deployed", "none"] + ["n/a"] * 8 + ["4"]
+    assert row == ["1. as deployed", "none"] + ["n/a"] * 9 + ["4"]
     assert "Power: n/a (no power source: nvidia-smi not found at 'nvidia-smi')." in text
     assert "- request 0: connection refused" in text
     assert "Started: n/a" in text and "Profile n/a, SGLang n/a, model n/a" in text
@@ -319,3 +320,42 @@ def test_the_filters_render_and_turn_bad_input_into_filter_errors():
             filters[name](garbled)
     with pytest.raises(AnsibleFilterError, match="smoke_test_min_power_fraction"):
         filters["smoke_fleet_markdown"]([garbled])
+
+
+# ------------------------------------------------------------------ experiments
+
+VERDICTS = [
+    {"experiment": "nccl_min_nchannels_8", "decision": "kept", "reason": "faster at load low", "cause": "unknown",
+     "remembered": False, "parity": {"matched": 4, "total": 4},
+     "loads": {"low": {"verdict": "gain", "change": 0.081, "band": 0.05},
+               "high": {"verdict": "no measurable change", "change": 0.01, "band": 0.05}}},
+    {"experiment": GATE, "decision": "rejected", "reason": "slower at load high, low", "cause": "spin-wait",
+     "remembered": True, "parity": {"matched": 4, "total": 4},
+     "loads": {"high": {"verdict": "regression", "change": -0.9, "band": 0.05}}},
+]
+
+
+def test_the_report_has_a_row_per_experiment_with_each_load_parity_and_cause():
+    run = dict(RUN, verdicts=VERDICTS, cost=dict(RUN["cost"], experiments=2, experiment_restarts=2,
+                                                 baseline_reused=True))
+    text = smoke_report_markdown(run)
+    assert "## Experiments" in text
+    helper, = _rows(text, "`nccl_min_nchannels_8`")
+    assert helper == ["`nccl_min_nchannels_8`", "kept", "faster at load low",
+                      "high no measurable change +1.0 % (±5.0); low gain +8.1 % (±5.0)", "4 of 4", "unknown",
+                      "measured"]
+    assert _rows(text, "`" + GATE + "`")[0][-1] == "remembered"
+    assert "- Cost: 2 restarts of the server, 15.2 min until it was healthy again; 2 of them for 2 experiments " \
+           "(the baseline kept from an earlier run)" in text
+    assert "## Experiments" not in smoke_report_markdown(RUN)
+
+
+def test_the_fleet_summary_has_every_verdict_of_every_host():
+    other = dict(RUN, host="gpu-node-2", verdicts=VERDICTS[1:])
+    text = smoke_fleet_markdown([dict(RUN, verdicts=VERDICTS), other])
+    assert "## Every verdict" in text
+    rows = [row for row in _rows(text, "gpu-node-") if len(row) == 7]
+    assert [(row[0], row[1], row[2]) for row in rows] == [
+        ("gpu-node-1", "`nccl_min_nchannels_8`", "kept"), ("gpu-node-1", "`%s`" % GATE, "rejected"),
+        ("gpu-node-2", "`%s`" % GATE, "rejected")]
+    assert "## Every verdict" not in smoke_fleet_markdown([RUN])

@@ -1,0 +1,126 @@
+"""The experiments of converge, idempotence and the twin: verdicts, restarts, reports, memory, host records."""
+
+import glob
+import json
+import os
+
+import pytest
+
+REPORTS = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "reports")
+BOOKWORM, TRIXIE = "sm120-exp-bookworm", "sm120-exp-trixie"
+
+
+def runs_of(name):
+    """The host's runs, oldest first: converge, idempotence, then side_effect's."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(REPORTS, "*", name + ".json"))):
+        with open(path) as handle:
+            found.append(json.load(handle))
+    assert len(found) >= 3, (name, REPORTS)
+    return found
+
+
+def verdicts(run):
+    return {verdict["experiment"]: verdict for verdict in run["verdicts"]}
+
+
+@pytest.fixture
+def name(host):
+    return host.backend.get_hostname()
+
+
+def test_the_search_finds_the_culprit_among_three_keeps_the_helper_and_leaves_the_neutral_one_off(name):
+    if name != BOOKWORM:
+        pytest.skip("the three are Debian 12's")
+    run = runs_of(name)[0]
+    found = verdicts(run)
+    # Decided in order of risk: the tuning option, then the gates from least to most risky.
+    assert [v["experiment"] for v in run["verdicts"]] == [
+        "nccl_min_nchannels_8", "pcie_ipc_allreduce", "flashinfer_allreduce_fusion"]
+    helper, neutral, culprit = (found[n] for n in ("nccl_min_nchannels_8", "pcie_ipc_allreduce",
+                                                    "flashinfer_allreduce_fusion"))
+    assert helper["decision"] == "kept" and helper["baseline_config"] == [], helper["message"]
+    assert neutral["decision"] == "no measurable gain", neutral["message"]
+    assert all(load["verdict"] == "no measurable change" for load in neutral["loads"].values())
+    assert culprit["decision"] == "rejected" and culprit["cause"] == "spin-wait", culprit["message"]
+    assert all(load["verdict"] == "regression" and load["change"] < -0.8 for load in culprit["loads"].values())
+    # The culprit was decided by the server as deployed (all three live) against the two before it.
+    assert culprit["candidate_config"] == sorted(found) and culprit["baseline_config"] == [
+        "nccl_min_nchannels_8", "pcie_ipc_allreduce"]
+    assert "With it: Host spin-wait on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8" in culprit["message"]
+    assert run["tuning_live"] == ["nccl_min_nchannels_8"]
+    assert not {"flashinfer_allreduce_fusion", "pcie_ipc_allreduce"} & set(run["patches_live"])
+    # Three experiments, the baseline measured in this run: at most k + 1 = 4 restarts for them, each timed.
+    assert run["cost"]["experiments"] == 3 and run["cost"]["experiment_restarts"] <= 4, run["cost"]
+    assert run["cost"]["restart_s"] >= 2 * run["cost"]["restarts"], run["cost"]
+
+
+def test_wrong_output_is_rejected_despite_its_speed_and_a_load_dependent_verdict_shows_each_load(name):
+    if name != TRIXIE:
+        pytest.skip("these are Debian 13's")
+    run = runs_of(name)[0]
+    found = verdicts(run)
+    wrong, capped = found["cuda_graph_max_bs_128"], found["max_running_requests_64"]
+    assert wrong["decision"] == "rejected" and wrong["reason"].startswith("wrong output: 0 of 4 prompts match")
+    assert all(load["verdict"] == "gain" for load in wrong["loads"].values()), wrong["message"]
+    assert capped["decision"] == "rejected" and capped["reason"] == "slower at load high", capped["message"]
+    assert capped["loads"]["low"]["verdict"] == "gain" and capped["loads"]["high"]["verdict"] == "regression"
+    assert capped["cause"] == "underfed", capped["message"]
+    assert run["tuning_live"] == [] and run["cost"]["experiment_restarts"] <= 4, run["cost"]
+
+
+def test_the_rerun_measured_nothing_new_and_the_twin_took_the_verdicts(name):
+    runs = runs_of(name)
+    rerun = runs[1]
+    assert rerun["verdicts"] and all(v["remembered"] for v in rerun["verdicts"]), rerun["verdicts"]
+    assert rerun["cost"]["experiment_restarts"] == 0 and len(rerun["measurements"]) == 2, rerun["cost"]
+    if name != TRIXIE:
+        return
+    twin = runs[2]
+    assert {v["experiment"]: (v["decision"], v["remembered"]) for v in twin["verdicts"]} == {
+        "nccl_min_nchannels_8": ("kept", True), "pcie_ipc_allreduce": ("no measurable gain", True),
+        "flashinfer_allreduce_fusion": ("rejected", True)}
+    # No measurement with the rejected gates: one restart to what is kept, one measurement of it at each load.
+    assert twin["cost"]["experiment_restarts"] == 1 and len(twin["measurements"]) == 2, twin["cost"]
+    assert twin["tuning_live"] == ["nccl_min_nchannels_8"]
+
+
+def test_what_is_off_is_recorded_on_the_host(host, name):
+    gates = host.file("/var/lib/sm120-sglang/rejected-patches.json")
+    tuning = host.file("/var/lib/sm120-sglang/rejected-tuning.json")
+    if name == BOOKWORM:
+        # side_effect retried the gates without experiments: the record was cleared by the retry.
+        assert not tuning.exists
+    else:
+        assert sorted(json.loads(tuning.content_string)) == ["cuda_graph_max_bs_128", "max_running_requests_64"]
+        assert sorted(json.loads(gates.content_string)) == ["flashinfer_allreduce_fusion", "pcie_ipc_allreduce"]
+        env = host.file("/etc/sglang/glm-5-nvfp4.env").content_string
+        assert "NCCL_MIN_NCHANNELS=8" in env and "SM120_TUNING_LIVE=nccl_min_nchannels_8" in env
+
+
+def test_the_reports_hold_the_verdict_table_and_a_bench_serving_record_per_measurement(name):
+    run = runs_of(name)[0]
+    base = os.path.join(REPORTS, run["run_id"], name)
+    with open(base + ".md") as handle:
+        report = handle.read()
+    assert "## Experiments" in report and "| Experiment | Decision | Why | Per load: change (band) |" in report
+    assert "of them for %d experiments (the baseline measured in this run)" % len(run["verdicts"]) in report
+    with open(base + ".jsonl") as handle:
+        records = [json.loads(line) for line in handle]
+    assert [r["tag"] for r in records] == [m["label"] for m in run["measurements"]]
+    assert {r["load"] for r in records} == {"low", "high"}
+    assert all(len(r["repeats_output_throughput"]) == 3 for r in records)
+    with open(os.path.join(REPORTS, run["run_id"], "fleet.md")) as handle:
+        fleet = handle.read()
+    assert "## Every verdict" in fleet
+    assert sum(1 for line in fleet.splitlines() if line.startswith("| sm120-exp-")) == 2 + 5
+
+
+def test_the_controller_keeps_every_verdict_per_configuration():
+    with open(os.path.join(REPORTS, "verdicts.json")) as handle:
+        memory = json.load(handle)
+    key, = [key for key in memory if key.startswith("sglang 0.5.23 | TP 8 | pcie | ")]
+    assert sorted(memory[key]) == ["cuda_graph_max_bs_128", "flashinfer_allreduce_fusion", "max_running_requests_64",
+                                   "nccl_min_nchannels_8", "pcie_ipc_allreduce"]
+    assert memory[key]["flashinfer_allreduce_fusion"]["host"] == BOOKWORM
+    assert memory[key]["cuda_graph_max_bs_128"]["parity"] == {"matched": 0, "total": 4}
