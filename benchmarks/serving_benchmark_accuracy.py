@@ -3,7 +3,8 @@
 """How close serving_benchmark's TTFT, ITL and output tok/s come to the truth at high concurrency, beside bench_serving.
 
 The server is the stand-in of serving_benchmark_throughput_server.py with each stream on its own clock: its first
-token TTFT after the request arrived, then one token every ITL, each write time recorded. So the truth is known
+token TTFT after the request arrived (the kernel's receive time of its last bytes, however late the server's one
+thread reads them), then one token every ITL, each write time recorded. So the truth is known
 twice: analytically (TTFT, ITL, and concurrency x tokens per request / request time for output tok/s) and as the
 server counted it (its write times, to the microsecond, which is what the error is taken against). At concurrency
 64, 128 and 256 the script runs serving_benchmark's run_benchmark and `python -m sglang.bench_serving` against it,
@@ -14,7 +15,9 @@ at least 2x bench_serving's, at every concurrency; the script exits 1 naming eac
 
 The server runs pinned to core 0 (and this script beside it, asleep); the clients run on every other core this
 process may use, as the module runs on a host: not pinned to one core. Setup and the bench_serving venv are
-serving_benchmark_throughput.py's (`--setup`); `--skip-bench-serving` runs serving_benchmark alone (no ratio).
+serving_benchmark_throughput.py's (`--setup`, or `--trim-bench-serving` for a host without room for the venv);
+`--skip-bench-serving` runs serving_benchmark alone (no ratio); `--breakdown` shows, request by request, where
+serving_benchmark's time to first token goes.
     .venv/bin/python benchmarks/serving_benchmark_accuracy.py
 """
 
@@ -32,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from serving_benchmark_throughput_clients import BENCH_VENV, Server, local_env, run_client
+from serving_benchmark_throughput_clients import BENCH_VENV, Server, import_module_utils, local_env, run_client
 from serving_benchmark_throughput_server import SERVER_CORE
 
 TOLERANCE = 0.02
@@ -143,6 +146,13 @@ def accuracy_runs(args, tools, workdir, assets, cores, missed):
                                          100 * TOLERANCE))
                 print("| %d | %s | %.2f | %.2f | %s |" % (concurrency, label, promised[label], truth[label],
                                                            " | ".join(cells)))
+            waits = sorted(1000 * (r["seen"] - r["arrived"]) for r in rows["serving_benchmark"]["requests"])
+            print("note: the server read the requests %.2f ms (p50), %.2f ms (p99), %.2f ms (max) after they arrived;"
+                  " it dates them by their arrival, the kernel's receive time" % (
+                      percentile(waits, 50), percentile(waits, 99), waits[-1]))
+            if not waits[-1]:
+                print("note: no kernel receive times (SO_TIMESTAMPNS): requests dated by the server's select(),"
+                      " which misses the time they waited for it")
             late = error(truth["ITL mean ms"], promised["ITL mean ms"])
             if abs(late) > 0.01:
                 print("note: the server's ITL missed its schedule by %+.2f %% at concurrency %d: it, not the"
@@ -189,6 +199,69 @@ def ceiling_runs(args, tools, workdir, assets, cores, missed):
         server.close()
 
 
+def timings_client(url, concurrency, count, out):
+    """serving_benchmark's request driver as run_benchmark drives it (one warm-up request first), every request's
+    times written to ``out``: its start, when its last bytes were sent and when each token was read."""
+    sb, dummy = import_module_utils()
+    from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark_requests as requests
+    sent = {}
+    send = requests._Stream._send
+
+    def timed_send(stream):
+        send(stream)
+        if not stream.unsent:
+            sent.setdefault(stream.index, time.perf_counter())
+
+    requests._Stream._send = timed_send
+    plan = sb.BenchmarkPlan(url=url, model="fast-stub", concurrency=concurrency, num_requests=count, num_warmup=1,
+                            input_tokens=1024, output_tokens=128, timeout=60)
+    target = requests.parse_target(plan.url, plan.endpoint)
+    headers = requests.request_headers(None)
+    deadline = time.perf_counter() + plan.timeout
+    requests.drive_requests(target, sb._request_bodies(plan, "warm", 0), 1, 1, headers, deadline)
+    sent.clear()
+    drive = requests.drive_requests(target, sb._request_bodies(plan, "timed", 0), count, concurrency, headers,
+                                    deadline)
+    with open(out, "w") as answer:
+        json.dump([{"started": o.started, "sent": sent.get(i), "tokens": o.token_times}
+                   for i, o in enumerate(drive.outcomes)], answer)
+
+
+def breakdown_runs(args, cores):
+    """Where each request's time goes, on the one monotonic clock client and server share: client start to the
+    request's arrival at the server, arrival to the server reading it, and each token's write to its read."""
+    print("| concurrency | wave | client start -> arrival ms, p50 / p99 | arrival -> server read ms, p50 / p99 / max |"
+          " write -> client read ms, every token, p50 / p99 / max | TTFT error ms, mean / p99 |")
+    print("|---|---|---|---|---|---|")
+    server = Server(0.0, lifetime_s=600, ttft_s=args.ttft_s, itl_s=args.itl_s)
+    try:
+        for concurrency in args.concurrency:
+            server.stats()
+            handle, out = tempfile.mkstemp(prefix="serving-benchmark-timings-", suffix=".json")
+            os.close(handle)
+            subprocess.run([sys.executable, __file__, "--timings-client", server.url, str(concurrency),
+                            str(args.waves * concurrency), out], check=True, env=local_env(), timeout=120,
+                           preexec_fn=lambda: os.sched_setaffinity(0, cores))
+            with open(out) as timings:
+                client = json.load(timings)
+            os.unlink(out)
+            seen = {r["tag"]: r for r in server.stats() if (r.get("tag") or "").startswith("timed-")}
+            for wave in range(args.waves):
+                pairs = [(c, seen["timed-%d" % i]) for i, c in enumerate(client) if i // concurrency == wave]
+                ms = [sorted(1000 * v for v in values) for values in (
+                    [s["arrived"] - c["started"] for c, s in pairs],
+                    [s["seen"] - s["arrived"] for c, s in pairs],
+                    [read - wrote for c, s in pairs for read, wrote in zip(c["tokens"], s["times"])],
+                    [(c["tokens"][0] - c["started"]) - (s["times"][0] - s["arrived"]) for c, s in pairs])]
+                print("| %d | %d | %.3f / %.3f | %.3f / %.3f / %.3f | %.3f / %.3f / %.3f | %.3f / %.3f |" % (
+                    concurrency, wave + 1, percentile(ms[0], 50), percentile(ms[0], 99),
+                    percentile(ms[1], 50), percentile(ms[1], 99), ms[1][-1],
+                    percentile(ms[2], 50), percentile(ms[2], 99), ms[2][-1], sum(ms[3]) / len(ms[3]),
+                    percentile(ms[3], 99)))
+    finally:
+        server.close()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 128, 256])
@@ -205,7 +278,13 @@ def main():
     parser.add_argument("--skip-bench-serving", action="store_true",
                         help="serving_benchmark alone (where the bench_serving venv is not at hand): no ratio")
     parser.add_argument("--keep-workdir", action="store_true")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="instead: where serving_benchmark's time to first token goes, request by request")
+    parser.add_argument("--timings-client", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.timings_client:
+        url, concurrency, count, out = args.timings_client
+        return timings_client(url, int(concurrency), int(count), out)
 
     allowed = os.sched_getaffinity(0)
     cores = allowed - {SERVER_CORE}
@@ -216,6 +295,8 @@ def main():
         raise SystemExit("no %s: run `python3 benchmarks/serving_benchmark_throughput.py --setup` first, or pass "
                          "--skip-bench-serving" % (BENCH_VENV / "bin" / "python"))
     os.sched_setaffinity(0, {SERVER_CORE})
+    if args.breakdown:
+        return breakdown_runs(args, cores)
     began = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="serving-benchmark-accuracy-"))
     assets = None if args.skip_bench_serving else assets_for(workdir)

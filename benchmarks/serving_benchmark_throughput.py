@@ -41,6 +41,8 @@ It finishes in about 1.5 minutes; every client and server has a deadline.
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -95,6 +97,51 @@ def setup():
         subprocess.run(step, check=True)
 
 
+_TRIM_STUBS = {
+    "datasets": ('"""Stand-in for `datasets`: sglang.bench_serving imports load_dataset at the top and calls it'
+                 ' only for datasets from the Hugging Face hub (MMMU and the like), never for `--dataset-name random'
+                 ' --dataset-path FILE`."""\n\n\ndef load_dataset(*args, **kwargs):\n    raise NotImplementedError('
+                 '"the trimmed bench_serving carries no datasets: the random dataset from a local file only")\n'),
+    "pybase64": ('"""Stand-in for `pybase64`: sglang.bench_serving uses it only to encode images."""\n\n\n'
+                 'def b64encode(*args, **kwargs):\n    raise NotImplementedError('
+                 '"the trimmed bench_serving carries no pybase64: no image datasets")\n'),
+}
+_TRIM_PYTHON = """#!/bin/sh
+# sglang.bench_serving %s (the wheel's file, verbatim, under an empty sglang/__init__.py) on this host's own
+# aiohttp, numpy, requests, tqdm, Pillow and transformers; stubs for the two modules it imports and the random
+# dataset never calls. Not the real venv: the host's versions of those packages, see `--trim-bench-serving`.
+here=$(cd "$(dirname "$0")/.." && pwd)
+PYTHONPATH="$here:$here/stubs${PYTHONPATH:+:$PYTHONPATH}" exec "${SM120_TRIM_PYTHON:-python3}" "$@"
+"""
+
+
+def trim_bench_serving(directory):
+    """A copy of bench_serving small enough to carry (136 KB, where the venv is 700 MB) to a host that has its
+    third-party imports but not sglang: the wheel's sglang/bench_serving.py, checked against the wheel's RECORD,
+    under an empty sglang/__init__.py (the real one imports the serving stack's utilities, IPython and
+    pydantic, which bench_serving does not use), stubs for `datasets` and `pybase64`, and bin/python, which runs
+    the host's python3 (or $SM120_TRIM_PYTHON) with them on the path. Point $SM120_BENCH_VENV at it."""
+    site = next((BENCH_VENV / "lib").glob("python3*/site-packages"), None)
+    if site is None or not (site / "sglang" / "bench_serving.py").exists():
+        raise SystemExit("no sglang in %s: run `python3 %s --setup` first" % (BENCH_VENV, __file__))
+    source = (site / "sglang" / "bench_serving.py").read_bytes()
+    record = (site / ("sglang-%s.dist-info" % SGLANG_VERSION) / "RECORD").read_text()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(source).digest()).rstrip(b"=").decode()
+    if "sglang/bench_serving.py,sha256=%s," % digest not in record:
+        raise SystemExit("%s is not the file of the sglang %s wheel" % (site / "sglang" / "bench_serving.py",
+                                                                       SGLANG_VERSION))
+    directory = Path(directory).resolve()
+    for folder in ("sglang", "bin", "stubs/datasets", "stubs/pybase64"):
+        (directory / folder).mkdir(parents=True, exist_ok=True)
+    (directory / "sglang" / "bench_serving.py").write_bytes(source)
+    (directory / "sglang" / "__init__.py").write_text("")
+    for name, text in _TRIM_STUBS.items():
+        (directory / "stubs" / name / "__init__.py").write_text(text)
+    (directory / "bin" / "python").write_text(_TRIM_PYTHON % SGLANG_VERSION)
+    (directory / "bin" / "python").chmod(0o755)
+    print("SM120_BENCH_VENV=%s  # sglang/bench_serving.py sha256=%s (the wheel's RECORD)" % (directory, digest))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--setup", action="store_true", help="create the bench_serving venv, then stop")
@@ -107,6 +154,8 @@ def main():
     parser.add_argument("--client-timeout", type=float, default=60.0)
     parser.add_argument("--skip-paced", action="store_true", help="leave out the run paced at the deployment's rate")
     parser.add_argument("--keep-workdir", action="store_true", help="keep the clients' logs (kept anyway on a failure)")
+    parser.add_argument("--trim-bench-serving", metavar="DIR",
+                        help="write a carryable copy of bench_serving to DIR (see trim_bench_serving), then stop")
     # Internal modes: the server and the serving_benchmark client run as their own pinned processes.
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--step-s", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -127,6 +176,8 @@ def main():
         return make_assets(args.make_assets)
     if args.setup:
         return setup()
+    if args.trim_bench_serving:
+        return trim_bench_serving(args.trim_bench_serving)
 
     if len(os.sched_getaffinity(0)) < 2 or not {SERVER_CORE, CLIENT_CORE} <= os.sched_getaffinity(0):
         raise SystemExit("needs cores %d and %d: the server and the client each get one" % (SERVER_CORE, CLIENT_CORE))

@@ -8,7 +8,10 @@ CompletionStreamResponse serializes to, a usage chunk with `choices: []` only wh
 asks for it, then `data: [DONE]`). It runs decode "steps": each step sends one token to every open stream,
 paced or as fast as its core allows. Scheduled instead (serving_benchmark_accuracy.py), each stream has a timing
 of its own: its first token a fixed TTFT after the request arrived, then one token every fixed ITL, each write
-time recorded. GET /stats hands over (and clears) what it recorded of each request.
+time recorded. A scheduled server dates each request by the kernel's receive timestamp of its last bytes
+(SO_TIMESTAMPNS), not by when its one thread got round to reading them: in a burst of 256 new connections that
+was up to 25 ms later, in the accept queue or the socket buffer, and the client rightly counted that time.
+GET /stats hands over (and clears) what it recorded of each request.
 serving_benchmark_throughput.py runs it as its own process (`--serve`).
 """
 
@@ -20,6 +23,8 @@ import json
 import os
 import random
 import selectors
+import socket
+import struct
 import sys
 import threading
 import time
@@ -73,6 +78,13 @@ _MID = b',"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":nul
 _LAST = b',"logprobs":null,"finish_reason":"length","matched_stop":null}],"usage":null}\n\n'
 TOKENS = [json.dumps(" " + word).encode() for word in VOCAB]
 _DONE = b"data: [DONE]\n\n"
+
+
+# Linux's SO_TIMESTAMPNS (SO_TIMESTAMPNS_OLD) on x86 and arm; Python's socket module does not name it.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TIMESPEC = struct.Struct("@ll")
+_ANCILLARY_SIZE = socket.CMSG_SPACE(_TIMESPEC.size)
+_READ_SIZE = 262144
 
 
 def _http_chunk(payload):
@@ -184,6 +196,124 @@ class _StampingSelector(selectors.DefaultSelector):
         return ready
 
 
+def kernel_time(ancillary):
+    """The perf_counter() time of a read's SCM_TIMESTAMPNS (the wall clock): None if the read carried none."""
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
+            # Only the age of the timestamp crosses clocks, so neither clock's drift or slewing counts.
+            age = max(time.time_ns() - (seconds * 1000000000 + nanoseconds), 0)
+            return time.perf_counter() - age / 1e9
+    return None
+
+
+class _StampedTransport:
+    """One accepted connection, read with recvmsg() so that each read carries the kernel's receive time.
+
+    asyncio's own transports read with recv(), which drops it. Only what _Connection uses: write() and close().
+    """
+
+    def __init__(self, loop, sock, protocol):
+        self.loop = loop
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.protocol = protocol
+        self.unsent = bytearray()
+        self.closing = False
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        protocol.connection_made(self)
+        loop.add_reader(self.fd, self._readable)
+
+    def _readable(self):
+        try:
+            data, ancillary, dummy, dummy2 = self.sock.recvmsg(_READ_SIZE, _ANCILLARY_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._lost()
+            return
+        self.protocol.data_received(data, kernel_time(ancillary))
+
+    def write(self, data):
+        if self.sock is None or self.closing:
+            return
+        if self.unsent:
+            self.unsent += data
+            return
+        try:
+            sent = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            self._lost()
+            return
+        if sent < len(data):
+            self.unsent += data[sent:]
+            self.loop.add_writer(self.fd, self._writable)
+
+    def _writable(self):
+        try:
+            sent = self.sock.send(self.unsent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._lost()
+            return
+        del self.unsent[:sent]
+        if not self.unsent:
+            self.loop.remove_writer(self.fd)
+            if self.closing:
+                self._lost()
+
+    def close(self):
+        if self.unsent:
+            self.closing = True
+            self.loop.remove_reader(self.fd)
+        else:
+            self._lost()
+
+    def _lost(self):
+        if self.sock is None:
+            return
+        self.loop.remove_reader(self.fd)
+        self.loop.remove_writer(self.fd)
+        self.sock.close()
+        self.sock = None
+        self.protocol.connection_lost(None)
+
+
+class _StampedListener:
+    """Accepts connections for _StampedTransport; the listener's SO_TIMESTAMPNS passes to each accepted socket."""
+
+    def __init__(self, loop, server, backlog=1024):
+        self.loop = loop
+        self.server = server
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(backlog)
+        self.sock.setblocking(False)
+        self.sockets = [self.sock]
+        loop.add_reader(self.sock.fileno(), self._acceptable)
+
+    def _acceptable(self):
+        while True:
+            try:
+                conn, dummy = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # out of descriptors, say: the client sees its connection fail
+                return
+            _StampedTransport(self.loop, conn, _Connection(self.server))
+
+    def close(self):
+        self.loop.remove_reader(self.sock.fileno())
+        self.sock.close()
+
+
 class _Connection(asyncio.Protocol):
     def __init__(self, server):
         self.server = server
@@ -192,10 +322,13 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.keep_alive = True
         self.transport = None
-        # A new connection's first request is dated from when the connection was accepted: the client sends it
-        # right after connecting, but asyncio reads it only once the transport is made, which for a burst of
-        # 256 connections is tens of milliseconds later, after every one of them.
+        # On asyncio's transports (the unpaced and paced servers), which give no kernel receive times, a new
+        # connection's first request is dated from when the connection was accepted: the client sends it right
+        # after connecting, but asyncio reads it only once the transport is made, which for a burst of 256
+        # connections is tens of milliseconds later. (The accept itself can be as late: the scheduled server's
+        # _StampedTransport dates every read by the kernel instead.)
         self.read_at = server.selector.woke if server.selector else 0.0
+        self.seen_at = self.read_at
         self.first = True
 
     def connection_made(self, transport):
@@ -204,10 +337,14 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc):
         self.closed = True
 
-    def data_received(self, data):
-        # The request is in once its last bytes are: they came with the latest select().
-        if not self.first:
-            self.read_at = self.server.selector.woke
+    def data_received(self, data, kernel_at=None):
+        # The request is in once its last bytes are: the kernel's receive time of this read where the transport
+        # gives one (scheduled), else the latest select(), which brought them.
+        self.seen_at = self.server.selector.woke
+        if kernel_at is not None:
+            self.read_at = kernel_at
+        elif not self.first:
+            self.read_at = self.seen_at
         self.buffer += data
         if not self.busy:
             self._process()
@@ -260,8 +397,10 @@ class _Connection(asyncio.Protocol):
         prompt_tokens = len(prompt) if isinstance(prompt, list) else len(prompt.split())
         max_tokens = int(request.get("max_tokens") or 16)
         self.first = False
-        record = {"arrived": self.read_at, "max_tokens": max_tokens, "prompt_tokens": prompt_tokens,
-                  "stream": bool(request.get("stream")), "finished": None, "tokens": 0}
+        # "seen": when the server's select() brought the request, which can be well after it "arrived".
+        record = {"arrived": self.read_at, "seen": self.seen_at, "max_tokens": max_tokens,
+                  "prompt_tokens": prompt_tokens, "stream": bool(request.get("stream")), "finished": None, "tokens": 0,
+                  "tag": prompt.partition(":")[0] if isinstance(prompt, str) else None}
         self.server.records.append(record)
         model = request.get("model", MODEL_NAME)
         if not request.get("stream"):
@@ -297,7 +436,10 @@ def serve(step_s, lifetime_s, ttft_s=0.0, itl_s=0.0):
         server = FastServer(step_s, ttft_s, itl_s)
         server.selector = selector
         loop = asyncio.get_running_loop()
-        listener = await loop.create_server(lambda: _Connection(server), "127.0.0.1", 0, backlog=1024)
+        if server.scheduled:
+            listener = _StampedListener(loop, server)
+        else:
+            listener = await loop.create_server(lambda: _Connection(server), "127.0.0.1", 0, backlog=1024)
         decoder = asyncio.ensure_future(server.scheduled_loop() if server.scheduled else server.decode_loop())
         print(listener.sockets[0].getsockname()[1], flush=True)
         stop = asyncio.Event()
