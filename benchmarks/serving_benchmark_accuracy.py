@@ -144,8 +144,8 @@ def accuracy_runs(args, tools, workdir, assets, cores, missed):
                         missed.append("serving_benchmark %s at concurrency %d: %.2f against %.2f, %+.2f %% (> %.0f %%)"
                                       % (label, concurrency, own[kind][label], truth[label], 100 * err,
                                          100 * TOLERANCE))
-                print("| %d | %s | %.2f | %.2f | %s |" % (concurrency, label, promised[label], truth[label],
-                                                           " | ".join(cells)))
+                row = (concurrency, label, promised[label], truth[label], " | ".join(cells))
+                print("| %d | %s | %.2f | %.2f | %s |" % row)
             waits = sorted(1000 * (r["seen"] - r["arrived"]) for r in rows["serving_benchmark"]["requests"])
             print("note: the server read the requests %.2f ms (p50), %.2f ms (p99), %.2f ms (max) after they arrived;"
                   " it dates them by their arrival, the kernel's receive time" % (

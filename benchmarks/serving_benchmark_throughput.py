@@ -128,8 +128,8 @@ def trim_bench_serving(directory):
     record = (site / ("sglang-%s.dist-info" % SGLANG_VERSION) / "RECORD").read_text()
     digest = base64.urlsafe_b64encode(hashlib.sha256(source).digest()).rstrip(b"=").decode()
     if "sglang/bench_serving.py,sha256=%s," % digest not in record:
-        raise SystemExit("%s is not the file of the sglang %s wheel" % (site / "sglang" / "bench_serving.py",
-                                                                       SGLANG_VERSION))
+        raise SystemExit("%s is not the file of the sglang %s wheel"
+                         % (site / "sglang" / "bench_serving.py", SGLANG_VERSION))
     directory = Path(directory).resolve()
     for folder in ("sglang", "bin", "stubs/datasets", "stubs/pybase64"):
         (directory / folder).mkdir(parents=True, exist_ok=True)

@@ -37,8 +37,8 @@ def test_the_search_finds_the_culprit_among_three_keeps_the_helper_and_leaves_th
     # Decided in order of risk: the tuning option, then the gates from least to most risky.
     assert [v["experiment"] for v in run["verdicts"]] == [
         "nccl_min_nchannels_8", "pcie_ipc_allreduce", "flashinfer_allreduce_fusion"]
-    helper, neutral, culprit = (found[n] for n in ("nccl_min_nchannels_8", "pcie_ipc_allreduce",
-                                                    "flashinfer_allreduce_fusion"))
+    names = ("nccl_min_nchannels_8", "pcie_ipc_allreduce", "flashinfer_allreduce_fusion")
+    helper, neutral, culprit = (found[n] for n in names)
     assert helper["decision"] == "kept" and helper["baseline_config"] == [], helper["message"]
     assert neutral["decision"] == "no measurable gain", neutral["message"]
     assert all(load["verdict"] == "no measurable change" for load in neutral["loads"].values())

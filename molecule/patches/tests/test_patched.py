@@ -6,6 +6,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "resources", "tests"))
 from sglang_host import API_KEY, gate_files, installed_version, processes_holding, record_sha256  # noqa: E402
+from phase import converged_only  # noqa: E402
+
+pytestmark = converged_only
 
 LEDGERS = {"/opt/sglang": "/var/lib/sm120-sglang/patch-ledger.json",
            "/opt/sglang-0.5.16": "/var/lib/sm120-sglang/ledger-0.5.16.json"}

@@ -1,4 +1,4 @@
-"""After converge and side_effect: the GLM-5-NVFP4 unit runs the stand-in as sglang, healthy, its key in the config file only."""
+"""After converge (the first verify): the GLM-5-NVFP4 unit runs the stand-in as sglang, healthy, its key in the config file only."""
 
 import json
 import os
@@ -6,6 +6,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "resources", "tests"))
 from sglang_host import API_KEY, processes_holding  # noqa: E402
+from phase import converged_only  # noqa: E402
+
+pytestmark = converged_only
 
 UNIT = "sglang-glm-5-nvfp4.service"
 UNIT_PATH = "/etc/systemd/system/" + UNIT

@@ -144,7 +144,7 @@ def drive(experiments, measure, stored_baseline=None, remembered=None):
     if stored_baseline is not None:
         measurements[ex.config_key([])] = stored_baseline
     sequence = []
-    for _ in range(2 * len(experiments) + 2):
+    for _round in range(2 * len(experiments) + 2):
         step = ex.plan_step(experiments, measurements, SETTINGS, remembered)
         if step["done"]:
             return step, ex.restarts_of(sequence + [step["keep"]], deployed)
@@ -234,7 +234,7 @@ def test_the_memory_key_names_the_configuration():
 
 
 def test_memory_keeps_measured_verdicts_and_retry_forgets_them():
-    step, _ = drive(["h", "f"], model({"h": (1.1, 1.1), "f": (0.1, 0.1)}))
+    step = drive(["h", "f"], model({"h": (1.1, 1.1), "f": (0.1, 0.1)}))[0]
     memory = ex.remember({}, "k", step["verdicts"], "host-a", "run-1")
     assert memory["k"]["f"]["decision"] == ex.REJECTED and memory["k"]["f"]["host"] == "host-a"
     assert memory["k"]["f"]["loads"]["high"]["verdict"] == ex.REGRESSION
@@ -270,8 +270,8 @@ def test_report_rows_put_the_kept_configuration_last_with_its_threshold_load_las
             + ex.report_entries(dict(measurement([], 500, 3000, noise=(0.0, 0.01, -0.01)), label="baseline"), [], []))
     assert rows[3]["runs"] == [500.0, 505.0, 495.0] and rows[3]["result"]["output_tokens_per_s"] == 500.0
     ordered = ex.final_rows(rows, [], "high")
-    assert [(row["label"]) for row in ordered] == ["with f, load high", "with f, load low", "baseline, load low",
-                                                    "baseline, load high"]
+    assert [(row["label"]) for row in ordered] == [
+        "with f, load high", "with f, load low", "baseline, load low", "baseline, load high"]
 
 
 def test_the_switch_turns_gates_and_tuning_options_on_exactly_where_the_configuration_has_them():
@@ -302,8 +302,8 @@ def test_the_thresholds_hold_at_the_load_of_highest_concurrency_and_a_bad_load_i
 
 
 def test_every_hosts_verdicts_are_remembered_by_one_writer():
-    step, _ = drive(["f"], model({"f": (0.1, 0.1)}))
-    runs = [{"host": "a", "memory_key": "k", "verdicts": step["verdicts"]}, {"host": "b", "memory_key": "k2",
-                                                                              "verdicts": []}]
+    step = drive(["f"], model({"f": (0.1, 0.1)}))[0]
+    runs = [{"host": "a", "memory_key": "k", "verdicts": step["verdicts"]},
+            {"host": "b", "memory_key": "k2", "verdicts": []}]
     memory = ex.remember_runs({"old": {"x": {"decision": ex.KEPT}}}, runs, "R")
     assert set(memory) == {"old", "k"} and memory["k"]["f"]["host"] == "a"

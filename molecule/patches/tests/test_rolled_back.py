@@ -5,6 +5,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "resources", "tests"))
 from sglang_host import gate_files, installed_version, record_sha256  # noqa: E402
+from phase import rolled_back_only  # noqa: E402
+
+pytestmark = rolled_back_only
 
 VENVS = {"sm120-bookworm": {"/opt/sglang": "0.5.23", "/opt/sglang-0.5.16": "0.5.16"},
          "sm120-trixie": {"/opt/sglang": "0.5.9"}}
