@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the collection, from a fresh Debian/Ubuntu machine: installs
 # what is missing (scripts/setup.sh), then ansible-lint, ansible-test sanity,
-# the unit tests, the upstream watch, the built-collection check and every
-# molecule scenario.
+# the unit tests, the upstream watch, the built-collection check, the execution
+# environment's build context and every molecule scenario.
 # Runs all stages, prints a summary, exits non-zero if any stage failed. The
 # static stages and the molecule scenarios that measure nothing run at once; the
 # scenario whose experiments compare throughputs (experiments) starts when the
@@ -15,7 +15,7 @@ bash scripts/setup.sh || exit 1
 source .venv/bin/activate
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
 
-stages=${SM120_TEST_STAGES:-"lint sanity unit watch collection molecule"}
+stages=${SM120_TEST_STAGES:-"lint sanity unit watch collection ee molecule"}
 # Each stage writes "name ok|FAILED" here; the summary counts them, whichever shell ran the stage.
 results=$(mktemp /tmp/sm120-test-results.XXXX)
 # A stage "name:part" is selected by its name.
@@ -95,6 +95,21 @@ molecule_scenarios() {
   return $rc
 }
 
+# The execution environment's build context, as an AWX/AAP user makes it: ansible-builder create
+# (execution-environment.yml); the collection installed from the context's own requirements, as the image's
+# galaxy stage does; and ansible-builder's introspection of it finding the collection's EE requirements.
+ee() {
+  local work; work=$(mktemp -d /tmp/sm120-ee.XXXX)
+  bash scripts/ee-create.sh "$work/context" >/dev/null &&
+  grep -q '^ARG EE_BASE_IMAGE="quay.io/centos/centos:stream9"' "$work/context/Containerfile" &&
+  grep -q 'ansible-galaxy collection install .*-r requirements.yml' "$work/context/Containerfile" &&
+  (cd "$work/context/_build" && ansible-galaxy collection install -r requirements.yml -p "$work/installed" >/dev/null) &&
+  [[ -f $work/installed/ansible_collections/sm120/sglang/roles/smoke_test/tasks/main.yml ]] &&
+  ansible-builder introspect --sanitize "$work/installed" | tee "$work/introspect.txt" &&
+  grep -q 'openssh-clients \[platform:rpm\]  # from collection sm120.sglang' "$work/introspect.txt" &&
+  grep -q 'packaging>=23.0  # from collection sm120.sglang' "$work/introspect.txt"
+}
+
 # The scenario that measures throughput (its experiments compare one configuration's runs with another's)
 # waits for the static stages and then runs beside the other scenarios, on containers of its own names. Its
 # stand-in server paces tokens by the clock and each host measures alone, so a busy core delays tokens without
@@ -114,6 +129,7 @@ static_stages() {
   stage unit unit
   stage watch watch
   stage collection collection
+  stage ee ee
 }
 
 static_log=$(mktemp /tmp/sm120-static-stages.XXXX)
