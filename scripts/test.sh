@@ -4,9 +4,8 @@
 # the unit tests, the upstream watch, the built-collection check, the execution
 # environment's build context and every molecule scenario.
 # Runs all stages, prints a summary, exits non-zero if any stage failed. The
-# static stages and the molecule scenarios that measure nothing run at once; the
-# scenario whose experiments compare throughputs (experiments) starts when the
-# static stages are done, beside the other scenarios.
+# static stages and two lanes of molecule scenarios run at once; the scenario
+# whose experiments compare throughputs (experiments) follows sglang_install.
 # SM120_TEST_STAGES="unit molecule" runs only those stages.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -110,11 +109,12 @@ ee() {
   grep -q 'packaging>=23.0  # from collection sm120.sglang' "$work/introspect.txt"
 }
 
-# The scenario that measures throughput (its experiments compare one configuration's runs with another's)
-# waits for the static stages and then runs beside the other scenarios, on containers of its own names. Its
-# stand-in server paces tokens by the clock and each host measures alone, so a busy core delays tokens without
-# changing the rates it compares; the others measure nothing.
-measuring=(experiments)
+# Two lanes of scenarios beside the static stages, on containers of different names. The scenario that
+# measures throughput (experiments: its verdicts compare one configuration's runs with another's) runs after
+# sglang_install, by when the static stages are about done; its stand-in server paces tokens by the clock, so
+# a busy core delays tokens without changing the rates it compares, and each verdict's band widens with the
+# spread it measures. The other lane measures nothing.
+measuring=(sglang_install experiments)
 others=()
 for scenario in molecule/*/molecule.yml; do
   scenario=$(basename "$(dirname "$scenario")")
@@ -138,9 +138,9 @@ static_stages >"$static_log" 2>&1 &
 static_pid=$!
 stage molecule:others molecule_others >"$others_log" 2>&1 &
 others_pid=$!
+stage molecule:measuring molecule_measuring
 wait "$static_pid"
 cat "$static_log"
-stage molecule:measuring molecule_measuring
 wait "$others_pid"
 cat "$others_log"
 

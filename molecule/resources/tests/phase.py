@@ -1,4 +1,4 @@
-"""Which state the scenario's hosts are in: converged (first verify) or rolled back (second verify, after side_effect)."""
+"""Which state the patches scenario's hosts are in: converged (first verify) or rolled back (second verify, after side_effect)."""
 
 import os
 
