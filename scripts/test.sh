@@ -5,7 +5,7 @@
 # environment's build context and every molecule scenario.
 # Runs all stages, prints a summary, exits non-zero if any stage failed. The
 # static stages and two lanes of molecule scenarios run at once; the scenario
-# whose experiments compare throughputs (experiments) follows sglang_install.
+# whose experiments compare throughputs (experiments) follows gpu_driver.
 # SM120_TEST_STAGES="unit molecule" runs only those stages.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -111,14 +111,14 @@ ee() {
 
 # Two lanes of scenarios beside the static stages, on containers of different names. The scenario that
 # measures throughput (experiments: its verdicts compare one configuration's runs with another's) runs after
-# sglang_install, by when the static stages are about done; its stand-in server paces tokens by the clock, so
+# gpu_driver, by when the static stages are about done; its stand-in server paces tokens by the clock, so
 # a busy core delays tokens without changing the rates it compares, and each verdict's band widens with the
 # spread it measures. The other lane measures nothing.
-measuring=(sglang_install experiments)
-others=()
+measuring=(gpu_driver experiments)
+others=(sglang_install)
 for scenario in molecule/*/molecule.yml; do
   scenario=$(basename "$(dirname "$scenario")")
-  [[ $scenario == sglang_install_full || " ${measuring[*]} " == *" $scenario "* ]] || others+=("$scenario")
+  [[ $scenario == sglang_install_full || " ${measuring[*]} ${others[*]} " == *" $scenario "* ]] || others+=("$scenario")
 done
 molecule_others() { molecule_scenarios "${others[@]}"; }
 molecule_measuring() { molecule_scenarios "${measuring[@]}"; }

@@ -5,8 +5,8 @@ testinfra_hosts = ["ansible://gpu_hosts"]
 NVIDIA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
 EXPECTED = {
     # host -> (NVIDIA's repository name for its Debian release, power limit in watts, kernel parameters)
-    "sm120-bookworm": ("debian12", "600", "iommu=pt"),
-    "sm120-trixie": ("debian13", "450", None),
+    "sm120-drv-bookworm": ("debian12", "600", "iommu=pt"),
+    "sm120-drv-trixie": ("debian13", "450", None),
 }
 GPU_COUNT = 8
 
