@@ -134,7 +134,8 @@ static_stages() {
 
 static_log=$(mktemp /tmp/sm120-static-stages.XXXX)
 others_log=$(mktemp /tmp/sm120-molecule-others.XXXX)
-static_stages >"$static_log" 2>&1 &
+# At the lowest priority: the scenarios are the longest path, the static stages take the cores they leave.
+(renice -n 19 -p "$BASHPID" >/dev/null; static_stages) >"$static_log" 2>&1 &
 static_pid=$!
 stage molecule:others molecule_others >"$others_log" 2>&1 &
 others_pid=$!
