@@ -12,15 +12,11 @@ from __future__ import annotations
 import os
 import re
 
-try:
-    import yaml
-except ImportError:  # ansible-core requires it; only a stripped-down controller lacks it
-    yaml = None
+from ansible_collections.sm120.sglang.plugins.plugin_utils.data_files import read_checked
 
 DATA_PATH = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "data", "experiments.yml"))
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 OPTION_KEYS = {"description", "env", "flags", "source"}
-_CACHE = {}
 
 
 class ExperimentDataError(Exception):
@@ -58,22 +54,7 @@ def check(data, where=DATA_PATH):
 
 def load(path=DATA_PATH):
     """The checked experiment data, read once per file version."""
-    if yaml is None:
-        raise ExperimentDataError("PyYAML is missing on the controller; install it (pip install pyyaml)")
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError as exc:
-        raise ExperimentDataError("cannot read the experiment data %s: %s" % (path, exc))
-    cached = _CACHE.get(path)
-    if cached and cached[0] == stamp:
-        return cached[1]
-    with open(path) as handle:
-        try:
-            data = check(yaml.safe_load(handle), path)
-        except yaml.YAMLError as exc:
-            raise ExperimentDataError("%s is not valid YAML: %s" % (path, exc))
-    _CACHE[path] = (stamp, data)
-    return data
+    return read_checked(path, lambda data: check(data, path), ExperimentDataError, "experiment data")
 
 
 def tuning_settings(names, off=None, data=None):

@@ -272,15 +272,6 @@ def _remembered(name, verdict):
         verdict.get("run_id", "?")))
 
 
-def restarts_of(sequence, deployed):
-    """Restarts a sequence of configurations costs from the deployed one: one per change of configuration."""
-    restarts, current = 0, config_key(deployed)
-    for config in sequence:
-        if config_key(config) != current:
-            restarts, current = restarts + 1, config_key(config)
-    return restarts
-
-
 # ------------------------------------------------------------------ memory across hosts
 
 def memory_key(release, tp_size, topology, gpu_model, loads):

@@ -23,9 +23,10 @@ try:
 except ImportError:  # ansible-core requires both; only a stripped-down controller lacks them
     yaml = None
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils.data_files import read_checked
+
 DATA_PATH = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "data", "sglang_releases.yml"))
 KINDS = ("source", "option", "upstream", "unsupported")
-_CACHE = {}
 
 
 class ReleaseDataError(Exception):
@@ -40,21 +41,7 @@ def _need_libraries():
 def load(path=DATA_PATH):
     """The checked release data, read once per file version."""
     _need_libraries()
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError as exc:
-        raise ReleaseDataError("cannot read the SGLang release data %s: %s" % (path, exc))
-    cached = _CACHE.get(path)
-    if cached and cached[0] == stamp:
-        return cached[1]
-    with open(path) as handle:
-        try:
-            data = yaml.safe_load(handle)
-        except yaml.YAMLError as exc:
-            raise ReleaseDataError("%s is not valid YAML: %s" % (path, exc))
-    check(data)
-    _CACHE[path] = (stamp, data)
-    return data
+    return read_checked(path, lambda data: check(data) or data, ReleaseDataError, "SGLang release data")
 
 
 def parse_requirement(text):

@@ -222,7 +222,8 @@ def smoke_report_markdown(run):
 
 
 def _runs_text(measurement):
-    runs = [format_number(value, 1) for value in gate_names(measurement.get("runs")) if number(value) is not None]
+    runs = measurement.get("runs")
+    runs = [format_number(value, 1) for value in runs if number(value) is not None] if isinstance(runs, list) else []
     if not runs:
         return NA
     spread = number(measurement.get("spread"))

@@ -104,24 +104,25 @@ def _drive(server, count, concurrency, timeout=20.0):
                                    requests.request_headers(None), time.perf_counter() + timeout)
 
 
-def test_a_keep_alive_connection_the_server_closed_is_retried_once_on_a_new_one():
-    # The server keeps no connection (it closes after each answer) yet never says Connection: close.
-    server = _RawServer(lambda number: _TWO_TOKENS, close_after=True)
+def _drive_two_tokens(close_after, count, concurrency):
+    """Drive a server answering two tokens to every request; (drive, server) once the server is closed."""
+    server = _RawServer(lambda number: _TWO_TOKENS, close_after=close_after)
     try:
-        drive = _drive(server, 6, 2)
+        return _drive(server, count, concurrency), server
     finally:
         server.close()
+
+
+def test_a_keep_alive_connection_the_server_closed_is_retried_once_on_a_new_one():
+    # The server keeps no connection (it closes after each answer) yet never says Connection: close.
+    drive, server = _drive_two_tokens(True, 6, 2)
     assert [o.error for o in drive.outcomes] == [None] * 6
     assert all(len(o.token_times) == 2 for o in drive.outcomes)
     assert server.connections >= 6 and not drive.timed_out
 
 
 def test_one_connection_per_stream_carries_every_request():
-    server = _RawServer(lambda number: _TWO_TOKENS, close_after=False)
-    try:
-        drive = _drive(server, 12, 3)
-    finally:
-        server.close()
+    drive, server = _drive_two_tokens(False, 12, 3)
     assert all(o.ok for o in drive.outcomes) and server.connections == 3 and server.requests == 12
 
 

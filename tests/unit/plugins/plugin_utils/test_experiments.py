@@ -137,6 +137,15 @@ def model(effects, wrong=()):
     return measure
 
 
+def restarts_of(sequence, deployed):
+    """Restarts a sequence of configurations costs from the deployed one: one per change of configuration."""
+    restarts, current = 0, ex.config_key(deployed)
+    for config in sequence:
+        if ex.config_key(config) != current:
+            restarts, current = restarts + 1, ex.config_key(config)
+    return restarts
+
+
 def drive(experiments, measure, stored_baseline=None, remembered=None):
     """The role's loop: deployed with every experiment live; restart for each configuration measured; the final one."""
     deployed = list(experiments)
@@ -147,7 +156,7 @@ def drive(experiments, measure, stored_baseline=None, remembered=None):
     for _round in range(2 * len(experiments) + 2):
         step = ex.plan_step(experiments, measurements, SETTINGS, remembered)
         if step["done"]:
-            return step, ex.restarts_of(sequence + [step["keep"]], deployed)
+            return step, restarts_of(sequence + [step["keep"]], deployed)
         assert ex.config_key(step["measure"]) not in measurements
         sequence.append(step["measure"])
         measurements[ex.config_key(step["measure"])] = measure(step["measure"])
