@@ -298,6 +298,17 @@ def _power_lines(result, thresholds):
 
 # ------------------------------------------------------------------ Markdown, the fleet
 
+def _band_text(band):
+    """The fleet band's cell: the host's share of its configuration's median, or that it is the first of it."""
+    if not isinstance(band, Mapping) or number(band.get("median")) in (None, 0.0):
+        return NA
+    if band.get("status") == "alone":
+        return "first of its configuration"
+    share = "%d %% of the median %s of %d hosts" % (round(100 * number(band.get("value")) / number(band["median"])),
+                                                    format_number(band["median"], 1), len(band.get("peers") or []))
+    return "**%s** ✗" % share if band.get("status") == "fail" else share
+
+
 def smoke_fleet_markdown(runs):
     """One table over the hosts: verdict and the figures of each host's final measurement."""
     if isinstance(runs, Mapping) or not isinstance(runs, (list, tuple)):
@@ -326,10 +337,12 @@ def smoke_fleet_markdown(runs):
             _count(get_in(run, "cost", "restarts")),
             _codes(gate_names(run.get("patches_live"))),
             _codes(gate_names(get_in(run, "verdict", "rolled_back"))),
+            _band_text(run.get("fleet_band")),
         ])
     lines += _table(["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction", "Cause", "Restarts",
-                     "Patches live", "Rolled back"], "llrrrlrll", rows)
-    lines += ["", "Figures of each host's final measurement; ✗ marks a miss of that host's threshold."]
+                     "Patches live", "Rolled back", "Fleet band"], "llrrrlrlll", rows)
+    lines += ["", "Figures of each host's final measurement; ✗ marks a miss of that host's threshold. The fleet band: "
+                  "the host against the median of the hosts of its configuration measured so far in the run."]
     verdict_rows = [[_inline(run.get("host") or NA), _code(verdict.get("experiment")),
                      _inline(verdict.get("decision") or NA), _load_text(verdict), _parity_text(verdict),
                      _inline(verdict.get("cause") or NA), "remembered" if verdict.get("remembered") else "measured"]

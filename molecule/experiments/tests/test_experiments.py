@@ -11,12 +11,12 @@ BOOKWORM, TRIXIE = "sm120-exp-bookworm", "sm120-exp-trixie"
 
 
 def runs_of(name):
-    """The host's runs, oldest first: converge, idempotence, then (Debian 13) side_effect's twin."""
+    """The host's runs, oldest first: converge, idempotence, (Debian 13) side_effect's twin, the rollout."""
     found = []
     for path in sorted(glob.glob(os.path.join(REPORTS, "*", name + ".json"))):
         with open(path) as handle:
             found.append(json.load(handle))
-    assert len(found) == {BOOKWORM: 2, TRIXIE: 3}[name], (name, REPORTS)
+    assert len(found) == {BOOKWORM: 3, TRIXIE: 4}[name], (name, REPORTS)
     return found
 
 
@@ -127,3 +127,23 @@ def test_the_controller_keeps_every_verdict_per_configuration():
                                    "nccl_min_nchannels_8", "pcie_ipc_allreduce"]
     assert memory[key]["flashinfer_allreduce_fusion"]["host"] == BOOKWORM
     assert memory[key]["cuda_graph_max_bs_128"]["parity"] == {"matched": 0, "total": 4}
+
+
+def test_the_rollout_measured_the_canary_first_and_failed_the_slow_twin_against_the_fleet_median(name):
+    rollout = runs_of(name)[-1]
+    band = rollout["fleet_band"]
+    assert band["peers"] == ([BOOKWORM] if name == BOOKWORM else [BOOKWORM, TRIXIE]), band
+    if name == BOOKWORM:
+        # The canary's batch ran alone: it is the first host of its configuration.
+        assert band["status"] == "alone" and rollout["verdict"]["status"] == "pass", band
+        return
+    canary = runs_of(BOOKWORM)[-1]
+    assert rollout["run_id"] == canary["run_id"], "one run id across the batches"
+    assert band["status"] == "fail" and rollout["verdict"]["status"] == "fail", band
+    # At half the pace: below 85 % of the median of the two.
+    assert band["value"] < 0.85 * band["median"] and band["median"] == round((band["value"] + canary["fleet_band"]["value"]) / 2, 1)
+    assert band["message"] in rollout["verdict"]["messages"]
+    with open(os.path.join(REPORTS, rollout["run_id"], "fleet.md")) as handle:
+        rows = [line for line in handle if line.startswith("| sm120-exp-") and "first of its configuration" in line
+                or line.startswith("| sm120-exp-trixie | FAIL")]
+    assert len(rows) == 2 and "of the median" in rows[1] and "of 2 hosts** ✗" in rows[1], rows

@@ -280,16 +280,19 @@ def test_fleet_table_has_a_row_per_host_from_its_final_measurement():
     failing["patches_live"] = [GATE]
     failing["verdict"] = {"status": "fail", "messages": [], "rolled_back": []}
     bare = {"host": "gpu-node-3", "measurements": [], "verdict": {"status": "pass"}}
-    text = smoke_fleet_markdown([RUN, failing, bare])
+    first = copy.deepcopy(RUN)
+    first["fleet_band"] = {"status": "alone", "value": 3740.0, "median": 3740.0, "peers": ["gpu-node-1"]}
+    failing["fleet_band"] = {"status": "fail", "value": 236.0, "median": 1988.0, "peers": ["gpu-node-1", "gpu-node-2"]}
+    text = smoke_fleet_markdown([first, failing, bare])
     assert text.startswith("# Smoke check: 3 hosts\n\nFAIL 1, PASS 1, REGRESSION ROLLED BACK 1\n")
     assert _rows(text, "Host")[0] == ["Host", "Verdict", "Output tok/s", "TTFT p99 ms", "Mean power fraction",
-                                      "Cause", "Restarts", "Patches live", "Rolled back"]
+                                      "Cause", "Restarts", "Patches live", "Rolled back", "Fleet band"]
     assert _rows(text, "gpu-node") == [
         ["gpu-node-1", "REGRESSION ROLLED BACK", "3,740.0", "2,900.0", "0.80", "compute-bound", "2", "none",
-         "`flashinfer_allreduce_fusion`"],
+         "`flashinfer_allreduce_fusion`", "first of its configuration"],
         ["gpu-node-2", "FAIL", "**236.0** ✗", "**61,000.0** ✗", "**0.21** ✗", "spin-wait", "2",
-         "`flashinfer_allreduce_fusion`", "none"],
-        ["gpu-node-3", "PASS", "n/a", "n/a", "n/a", "unknown", "n/a", "none", "none"],
+         "`flashinfer_allreduce_fusion`", "none", "**12 % of the median 1,988.0 of 2 hosts** ✗"],
+        ["gpu-node-3", "PASS", "n/a", "n/a", "n/a", "unknown", "n/a", "none", "none", "n/a"],
     ]
 
 
