@@ -110,7 +110,7 @@ def host_worker_url(host, hostvars, worker_port=None):
         number = port(own.get("sglang_service_port", SERVICE_PORT), "sglang_service_port of %s" % host)
     else:
         number = port(worker_port, "sglang_router_worker_port")
-    return worker_url(address.strip("[]"), number)
+    return normalize_url(worker_url(address.strip("[]"), number))
 
 
 def smoke_verdict(host, hostvars):

@@ -115,6 +115,11 @@ def test_the_pass_verdicts_are_those_the_smoke_test_writes():
     assert "status: \"{{ __smoke_test_status }}\"" in report
 
 
+def test_a_dns_name_is_written_lower_case_as_the_router_lists_it_compared():
+    groups, hostvars = inventory(gpu1=dict(verdict("pass"), ansible_host="GPU1.Example.NET"))
+    assert worker_urls(groups, "gpu_hosts", hostvars) == ["http://gpu1.example.net:30000"]
+
+
 def test_two_hosts_on_one_address_and_port_make_one_worker():
     groups, hostvars = inventory(a=dict(verdict("pass"), ansible_host="10.0.0.11"),
                                  b=dict(verdict("pass"), ansible_host="10.0.0.11"))
@@ -308,6 +313,20 @@ def test_every_filter_has_its_documentation_beside_it():
     for name in FilterModule().filters():
         doc = yaml.safe_load((ROOT / "plugins" / "filter" / ("%s.yml" % name)).read_text())
         assert doc["DOCUMENTATION"]["name"] == name
+
+
+def test_the_roles_policy_choices_and_defaults_are_the_routers():
+    specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    assert tuple(specs["main"]["options"]["sglang_router_policy"]["choices"]) == POLICIES
+    assert defaults["sglang_router_policy"] in POLICIES
+    # Every input of every entry point has a default, and the same one in both files.
+    for entry in specs.values():
+        for name, spec in entry["options"].items():
+            assert name in defaults, name
+            assert spec.get("default") == defaults[name], name
+    # The defaults render flags the router takes.
+    launch_words({key: defaults["sglang_router_" + key] for key in SETTINGS}, defaults["sglang_router_extra_args"])
 
 
 def test_the_service_port_the_router_assumes_is_the_service_roles_default():
