@@ -39,6 +39,7 @@ STATUS_TITLES = {
     "fail": "FAIL",
     "warn": "WARN",
     "regression-rolled-back": "REGRESSION ROLLED BACK",
+    "upgrade-rolled-back": "UPGRADE ROLLED BACK",
 }
 
 
@@ -182,6 +183,7 @@ def smoke_report_markdown(run):
     if rolled_back:
         lines += ["", "Rolled back: %s" % _codes(rolled_back)]
 
+    lines += upgrade_lines(run.get("upgrade"))
     lines += experiment_lines(run.get("verdicts"))
 
     lines += ["", "## Measurements", ""]
@@ -244,6 +246,30 @@ def _parity_text(verdict):
     if number(parity.get("total")) is None:
         return NA
     return "%s of %s" % (_count(parity.get("matched")), _count(parity.get("total")))
+
+
+def upgrade_lines(upgrade):
+    """The upgrade canary: the new release's medians against the baseline's on the one before, load by load."""
+    if not isinstance(upgrade, Mapping) or not upgrade.get("release"):
+        return []
+    lines = ["", "## Upgrade canary: SGLang %s against %s — %s" % (
+        _code(upgrade.get("release")), _code(upgrade.get("previous_release")), _inline(upgrade.get("decision") or NA)),
+        ""]
+    loads = upgrade.get("loads") if isinstance(upgrade.get("loads"), Mapping) else {}
+    rows = [[_inline(load), format_number(get_in(figures, "baseline", "median"), 1), _runs_text(
+        {"runs": get_in(figures, "baseline", "runs"), "spread": get_in(figures, "baseline", "spread")}),
+        format_number(get_in(figures, "candidate", "median"), 1), _runs_text(
+        {"runs": get_in(figures, "candidate", "runs"), "spread": get_in(figures, "candidate", "spread")}),
+        "%+.1f %%" % (number(figures.get("change")) * 100) if number(figures.get("change")) is not None else NA,
+        "±%s %%" % format_number(number(figures.get("band")) * 100 if number(figures.get("band")) is not None else None, 1),
+        _inline(figures.get("verdict") or NA)]
+        for load, figures in sorted(loads.items()) if isinstance(figures, Mapping)]
+    if rows:
+        lines += _table(["Load", "%s output tok/s" % _inline(upgrade.get("previous_release") or NA), "Its repeats (spread)",
+                         "%s output tok/s" % _inline(upgrade.get("release") or NA), "Its repeats (spread)", "Change",
+                         "Band", "Verdict"], "lrlrlrrl", rows) + [""]
+    lines.append(_inline(upgrade.get("message") or NA))
+    return lines
 
 
 def experiment_lines(verdicts):

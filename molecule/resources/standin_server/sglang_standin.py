@@ -41,7 +41,8 @@ What a live gate does comes from SGLANG_STANDIN_EFFECTS, a JSON object experimen
 once more than N requests are in flight}, "load_w": per-GPU draw under load,
 "util_pct": GPU utilisation under load, "wrong_output": true for garbled text};
 a tuning option's effect also names what makes it live, "env" (variable ->
-value) and "flags" (flag -> value) on the server. By default the fusion gate
+value) and "flags" (flag -> value) on the server; an effect naming a "release"
+is live where that SGLang release is installed (a release slower on these GPUs). By default the fusion gate
 plays the regression measured when it was first tried (GLM-5-NVFP4 on 8x RTX
 PRO 6000: about 3,740 -> 236 output tok/s, the GPUs at 125 W of 600 W, busy: a
 spin-wait) and the others change nothing. SGLANG_STANDIN_NOISE is the relative
@@ -91,9 +92,11 @@ from sglang_standin_gpu import (
     effects,
     live_gates,
     live_options,
+    live_releases,
     load_util_pct,
     load_watts,
     sglang_package_dir,
+    sglang_release,
     tokens_per_second,
     wrong_output,
 )
@@ -336,7 +339,8 @@ def main(argv):
         return 2
     package_dir = sglang_package_dir()
     chosen = effects(os.environ)
-    live = dict(live_gates(package_dir, argv, os.environ), **live_options(chosen, argv, os.environ))
+    live = dict(live_gates(package_dir, argv, os.environ), **live_options(chosen, argv, os.environ),
+                **live_releases(chosen, sglang_release()))
     standin = Standin(args, live, chosen, os.environ.get("SGLANG_STANDIN_POWER_FILE") or POWER_FILE)
     Handler.standin = standin
     if ":" in args.host:

@@ -115,12 +115,29 @@ def live_options(chosen, argv, environ):
     return live
 
 
+def sglang_release():
+    """The version of the SGLang this interpreter imports, as pip installed it; None without one."""
+    try:
+        from importlib import metadata
+        return metadata.version("sglang")
+    except Exception:  # no SGLang for this interpreter
+        return None
+
+
+def live_releases(chosen, release):
+    """{effect: why} for the effects that name the installed SGLang release ("release": "0.5.22"): a release that
+    is slower or faster on these GPUs, for the upgrade canary."""
+    return {name: "SGLang %s is installed" % release for name, effect in sorted((chosen or {}).items())
+            if release and str(effect.get("release", "")) == str(release)}
+
+
 def effects(environ):
     """experiment -> effect: SGLANG_STANDIN_EFFECTS over the default (the measured fusion regression).
 
     An effect has speed (factor on tokens/s), speed_above ({in_flight, speed}), load_w and util_pct (what the GPUs
     draw and how busy they are under load), wrong_output (true: garbled text); a tuning option's effect also says
-    what makes it live: env (variable -> value) and flags (flag -> value) the server must have.
+    what makes it live: env (variable -> value) and flags (flag -> value) the server must have; an effect that
+    names a release ("release": "0.5.22") is live where that SGLang release is installed.
     """
     chosen = dict(DEFAULT_EFFECTS)
     chosen.update(json.loads(environ.get("SGLANG_STANDIN_EFFECTS") or "{}"))

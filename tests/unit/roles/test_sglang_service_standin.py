@@ -267,6 +267,16 @@ def test_tuning_options_are_live_by_their_environment_and_flags():
     assert gpu.live_options(chosen, ["--cuda-graph-max-bs=64"], {"NCCL_MIN_NCHANNELS": "4"}) == {}
 
 
+def test_an_effect_naming_a_release_is_live_where_that_release_is_installed():
+    gpu = _load_standin_gpu()
+    chosen = gpu.effects({"SGLANG_STANDIN_EFFECTS": json.dumps({"sglang_0_5_22": {"speed": 0.5, "release": "0.5.22"}})})
+    assert gpu.live_releases(chosen, "0.5.22") == {"sglang_0_5_22": "SGLang 0.5.22 is installed"}
+    assert gpu.live_releases(chosen, "0.5.23") == {} and gpu.live_releases(chosen, None) == {}
+    # Not a tuning option: no environment or flags make it live.
+    assert gpu.live_options(chosen, [], {}) == {}
+    assert gpu.tokens_per_second(["sglang_0_5_22"], chosen) == pytest.approx(gpu.tokens_per_second() * 0.5)
+
+
 def test_a_load_dependent_effect_helps_at_low_concurrency_and_hurts_at_high():
     gpu = _load_standin_gpu()
     chosen = {"max_running_requests_64": {"speed": 1.25, "speed_above": {"in_flight": 4, "speed": 0.7}}}

@@ -362,3 +362,28 @@ def test_the_fleet_summary_has_every_verdict_of_every_host():
         ("gpu-node-1", "`nccl_min_nchannels_8`", "kept"), ("gpu-node-1", "`%s`" % GATE, "rejected"),
         ("gpu-node-2", "`%s`" % GATE, "rejected")]
     assert "## Every verdict" not in smoke_fleet_markdown([RUN])
+
+
+# ------------------------------------------------------------------ the upgrade canary
+
+def test_the_upgrade_canary_shows_both_releases_load_by_load():
+    from ansible_collections.sm120.sglang.plugins.plugin_utils.upgrade import upgrade_verdict
+
+    def measured(low, high):
+        return {"config": [], "parity": [], "loads": {"low": [{"output_tokens_per_s": low}] * 3,
+                                                      "high": [{"output_tokens_per_s": high}] * 3}}
+
+    run = copy.deepcopy(RUN)
+    run["verdict"] = {"status": "upgrade-rolled-back", "messages": [], "rolled_back": []}
+    run["upgrade"] = upgrade_verdict(measured(400, 2700), measured(401, 1350),
+                                     {"tolerance": 0.03, "noise_multiple": 2, "parity_min_match": 1, "loads": ["low", "high"]},
+                                     "0.5.22", "0.5.23")
+    text = smoke_report_markdown(run)
+    assert "— UPGRADE ROLLED BACK" in text.splitlines()[0]
+    assert "## Upgrade canary: SGLang `0.5.23` against `0.5.22` — lost" in text
+    assert _rows(text, "high") == [["high", "2,700.0", "2,700.0, 2,700.0, 2,700.0 (0.0 %)", "1,350.0",
+                                    "1,350.0, 1,350.0, 1,350.0 (0.0 %)", "-50.0 %", "±3.0 %", "regression"]]
+    assert _rows(text, "low")[0][-1] == "no measurable change"
+    assert "SGLang 0.5.23 is slower than 0.5.22 on this host at load high" in text
+    # Without an upgrade, no section.
+    assert "Upgrade canary" not in smoke_report_markdown(RUN)
