@@ -284,8 +284,9 @@ def _router_base(router_url):
 def add_call(listed, router_url, url, api_key=""):
     """The request that makes ``url`` a worker of the router; None when it is one already.
 
-    The router does not hand its own API key to a worker added at run time (its README: "dynamic
-    workers must supply keys explicitly"), so the key goes in the body.
+    The key goes in the body: the router's README says a worker added at run time does not get the
+    router's own key ("dynamic workers must supply keys explicitly"). 0.3.2 was seen to pass it on
+    all the same (docs/evidence/sglang-router.md); sending it does not depend on that.
     """
     if normalize_url(url) in (listed or {}):
         return None

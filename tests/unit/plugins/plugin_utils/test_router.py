@@ -275,7 +275,7 @@ def test_removing_a_url_that_is_not_a_worker_is_nothing_to_do():
     assert remove_call({}, "http://127.0.0.1:30000", "http://127.0.0.1:31001") is None
 
 
-def test_adding_a_worker_posts_its_url_and_the_key_the_router_does_not_pass_on():
+def test_adding_a_worker_posts_its_url_and_the_key_as_the_routers_readme_asks():
     listed = listed_workers(LISTED_0_3_2)
     assert add_call(listed, "http://127.0.0.1:30000", "http://127.0.0.1:31003") == {
         "url": "http://127.0.0.1:30000/workers", "method": "POST", "body": {"url": "http://127.0.0.1:31003"},
