@@ -9,13 +9,19 @@ bash scripts/setup.sh
 source .venv/bin/activate
 
 declare -A images=([sm120-local-bookworm]=bookworm [sm120-local-trixie]=trixie)
+# A network of their own, on which Docker resolves the hosts' names: the router on one reaches the other's server.
+network=sm120-local
+docker network inspect "$network" >/dev/null 2>&1 || docker network create "$network" >/dev/null
 for host in "${!images[@]}"; do
   if [[ $(docker inspect -f '{{.State.Running}}' "$host" 2>/dev/null) != true ]]; then
     docker rm -f "$host" >/dev/null 2>&1 || true
     echo "[deploy-local] starting $host"
-    docker run -d --name "$host" --hostname "$host" --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
-      --tmpfs /run --tmpfs /run/lock -v /sys/fs/cgroup:/sys/fs/cgroup:ro \
+    docker run -d --name "$host" --hostname "$host" --network "$network" --cap-add SYS_ADMIN \
+      --security-opt seccomp=unconfined --tmpfs /run --tmpfs /run/lock -v /sys/fs/cgroup:/sys/fs/cgroup:ro \
       "localhost/sm120-systemd:${images[$host]}" >/dev/null
+  elif [[ $(docker inspect -f "{{index .NetworkSettings.Networks \"$network\"}}" "$host" 2>/dev/null) == "<no value>" ]]; then
+    # Started by an earlier version of this script, on Docker's default network only.
+    docker network connect "$network" "$host"
   fi
 done
 for host in "${!images[@]}"; do
