@@ -109,13 +109,13 @@ ee() {
   grep -q 'packaging>=23.0  # from collection sm120.sglang' "$work/introspect.txt"
 }
 
-# Two lanes of scenarios beside the static stages, on containers of different names. The scenario that
-# measures throughput (experiments: its verdicts compare one configuration's runs with another's) runs after
-# gpu_driver, by when the static stages are about done; its stand-in server paces tokens by the clock, so
-# a busy core delays tokens without changing the rates it compares, and each verdict's band widens with the
-# spread it measures. The other lane measures nothing.
-measuring=(gpu_driver experiments)
-others=(sglang_install)
+# Two lanes of scenarios beside the static stages (at nice 19), on containers of different names. The scenario
+# that measures throughput (experiments: its verdicts compare one configuration's runs with another's, its
+# rollout and upgrade canary one host's with another's) has a lane of its own, the longest; its stand-in server
+# paces tokens by the clock, so a busy core delays tokens without changing the rates it compares, and each
+# verdict's band widens with the spread it measures. The other lane measures nothing.
+measuring=(experiments)
+others=(gpu_driver sglang_install)
 for scenario in molecule/*/molecule.yml; do
   scenario=$(basename "$(dirname "$scenario")")
   [[ $scenario == sglang_install_full || " ${measuring[*]} ${others[*]} " == *" $scenario "* ]] || others+=("$scenario")
