@@ -111,11 +111,12 @@ ee() {
 
 # Two lanes of scenarios beside the static stages (at nice 19), on containers of different names. The scenario
 # that measures throughput (experiments: its verdicts compare one configuration's runs with another's, its
-# rollout and upgrade canary one host's with another's) has a lane of its own, the longest; its stand-in server
-# paces tokens by the clock, so a busy core delays tokens without changing the rates it compares, and each
-# verdict's band widens with the spread it measures. The other lane measures nothing.
-measuring=(experiments)
-others=(gpu_driver sglang_install)
+# rollout and upgrade canary one host's with another's) runs after gpu_driver, by when the static stages are
+# about done; its stand-in server paces tokens by the clock, so a busy core delays tokens without changing the
+# rates it compares, and each verdict's band widens with the spread it measures. The other lane measures nothing
+# and runs at nice 10, so that the controller's side of it yields to the measuring lane.
+measuring=(gpu_driver experiments)
+others=(sglang_install)
 for scenario in molecule/*/molecule.yml; do
   scenario=$(basename "$(dirname "$scenario")")
   [[ $scenario == sglang_install_full || " ${measuring[*]} ${others[*]} " == *" $scenario "* ]] || others+=("$scenario")
@@ -137,7 +138,7 @@ others_log=$(mktemp /tmp/sm120-molecule-others.XXXX)
 # At the lowest priority: the scenarios are the longest path, the static stages take the cores they leave.
 (renice -n 19 -p "$BASHPID" >/dev/null; static_stages) >"$static_log" 2>&1 &
 static_pid=$!
-stage molecule:others molecule_others >"$others_log" 2>&1 &
+(renice -n 10 -p "$BASHPID" >/dev/null; stage molecule:others molecule_others) >"$others_log" 2>&1 &
 others_pid=$!
 stage molecule:measuring molecule_measuring
 wait "$static_pid"

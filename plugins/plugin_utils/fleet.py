@@ -97,9 +97,11 @@ def fleet_entry(host, run_id, memory_key, live, load, output_tokens_per_s):
             "load": str(load), "output_tokens_per_s": float(speed)}
 
 
+ENTRY_FIELDS = ("host", "run_id", "configuration", "load", "output_tokens_per_s")
+
+
 def _checked(entry):
-    if not isinstance(entry, Mapping) or not all(field in entry for field in
-                                                  ("host", "run_id", "configuration", "load", "output_tokens_per_s")):
+    if not isinstance(entry, Mapping) or not all(field in entry for field in ENTRY_FIELDS):
         raise FleetError("a fleet entry needs host, run_id, configuration, load and output_tokens_per_s (made by "
                          "the fleet_entry filter); got %r" % (entry,))
     return entry
