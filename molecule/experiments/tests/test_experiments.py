@@ -66,7 +66,12 @@ def test_wrong_output_is_rejected_despite_its_speed_and_a_load_dependent_verdict
     assert all(load["verdict"] == "gain" for load in wrong["loads"].values()), wrong["message"]
     assert capped["decision"] == "rejected" and capped["reason"] == "slower at load high", capped["message"]
     assert capped["loads"]["low"]["verdict"] == "gain" and capped["loads"]["high"]["verdict"] == "regression"
-    assert capped["cause"] == "underfed", capped["message"]
+    # The cause of its slow high load is underfed (idle SMs at low power), or no verdict when the median run at high
+    # load got fewer than the 3 power readings a verdict needs (2 busy cores delay the nvidia-smi stand-in).
+    row, = [m for m in run["measurements"]
+            if m["load"] == "high" and sorted(m["config"]) == sorted(capped["candidate_config"])]
+    readings = min(gpu["activity"]["samples"] for gpu in row["result"]["power"]["gpus"])
+    assert capped["cause"] == "underfed" or (capped["cause"] == "unknown" and readings < 3), (readings, capped["message"])
     assert run["tuning_live"] == [] and run["cost"]["experiment_restarts"] <= 4, run["cost"]
 
 
