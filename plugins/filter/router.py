@@ -5,22 +5,11 @@ from __future__ import annotations
 
 # Documented in the .yml files of the same names beside this file.
 
-import functools
-
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.sm120.sglang.plugins.plugin_utils import router
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
-
-def _refusing(function):
-    """The function, its RouterError raised as the AnsibleFilterError that fails the task with its message."""
-    @functools.wraps(function)
-    def wrapped(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except router.RouterError as exc:
-            raise AnsibleFilterError(str(exc)) from None
-    return wrapped
+# Its RouterError raised as the AnsibleFilterError that fails the task with its message.
+_refusing = refusing(router.RouterError)
 
 
 class FilterModule:

@@ -5,17 +5,11 @@ from __future__ import annotations
 
 # Documented in upgrade_verdict.yml beside this file.
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments
 from ansible_collections.sm120.sglang.plugins.plugin_utils import upgrade
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
-
-def upgrade_verdict(previous_baseline, current, settings, previous_release, release):
-    try:
-        return upgrade.upgrade_verdict(previous_baseline, current, settings, previous_release, release)
-    except experiments.ExperimentError as exc:
-        raise AnsibleFilterError(str(exc))
+upgrade_verdict = refusing(experiments.ExperimentError)(upgrade.upgrade_verdict)
 
 
 class FilterModule:
