@@ -58,7 +58,13 @@ class ExperimentError(ValueError):
 # ------------------------------------------------------------------ settings and keys
 
 def settings_of(raw):
-    """The checked settings: tolerance (0..<1), noise_multiple (>= 0), parity_min_match (0..1), loads (names)."""
+    """The checked settings: tolerance (0..<1), noise_multiple (>= 0), parity_min_match (0..1), loads.
+
+    ``loads`` is a list of load names, lowest first, or the loads themselves (a mapping of name to
+    {concurrency, ...}, as smoke_test_loads), ordered here by concurrency: the last is the highest, whose
+    median run a verdict's cause is read from. A mapping's order is no guide: an inventory written by a tool
+    (molecule's is) sorts its keys, and "high" sorts before "low".
+    """
     raw = dict(raw or {})
     merged = dict(DEFAULTS, **{key: value for key, value in raw.items() if value is not None})
     tolerance = number(merged["tolerance"])
@@ -74,8 +80,11 @@ def settings_of(raw):
         raise ExperimentError("smoke_test_parity_min_match must be a fraction from 0 to 1 (1 is every prompt), "
                               "got %r" % (merged["parity_min_match"],))
     loads = merged.get("loads") or []
+    if isinstance(loads, Mapping):
+        loads = loads_by_concurrency(loads)
     if isinstance(loads, (str, bytes)) or not all(isinstance(name, str) for name in loads):
-        raise ExperimentError("the loads to compare must be a list of load names, got %r" % (loads,))
+        raise ExperimentError("the loads to compare must be a list of load names, lowest first, or the loads "
+                              "themselves (smoke_test_loads), got %r" % (loads,))
     return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity, "loads": list(loads)}
 
 
@@ -375,8 +384,13 @@ def rejections(verdicts, tuning, run_id, at):
     return found
 
 
-def threshold_load(loads):
-    """The load the thresholds hold for: the one of highest concurrency (the article's figures were at 64)."""
+def loads_by_concurrency(loads):
+    """The names of ``loads`` (smoke_test_loads), lowest concurrency first, ties by name."""
+    _check_loads(loads)
+    return sorted(loads, key=lambda name: (number(loads[name]["concurrency"]), name))
+
+
+def _check_loads(loads):
     if not isinstance(loads, Mapping) or not loads:
         raise ExperimentError("smoke_test_loads must name at least one load: name -> {concurrency, num_requests, "
                               "input_tokens, output_tokens}; got %r" % (loads,))
@@ -386,6 +400,11 @@ def threshold_load(loads):
                                                               "output_tokens")):
             raise ExperimentError("smoke_test_loads: load %s needs concurrency, num_requests, input_tokens and "
                                   "output_tokens, each 1 or more; got %r" % (name, load))
+
+
+def threshold_load(loads):
+    """The load the thresholds hold for: the one of highest concurrency (the article's figures were at 64)."""
+    _check_loads(loads)
     return max(sorted(loads), key=lambda name: number(loads[name]["concurrency"]))
 
 

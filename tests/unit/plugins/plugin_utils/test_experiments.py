@@ -66,7 +66,7 @@ def test_a_run_without_throughput_is_named():
     ({"tolerance": "ten"}, "smoke_test_experiment_tolerance must be a fraction"),
     ({"noise_multiple": -1}, "smoke_test_experiment_noise_multiple must be a number of 0 or more"),
     ({"parity_min_match": 2}, "smoke_test_parity_min_match must be a fraction from 0 to 1"),
-    ({"loads": "high"}, "must be a list of load names"),
+    ({"loads": "high"}, "must be a list of load names, lowest first, or the loads themselves"),
 ])
 def test_bad_settings_name_the_variable(settings, message):
     with pytest.raises(ex.ExperimentError, match=message):
@@ -101,6 +101,29 @@ def test_a_hurter_is_rejected_with_its_cause():
                                     measurement(["f"], 40, 236, watts=125, util=100), SETTINGS)
     assert verdict["decision"] == ex.REJECTED and verdict["cause"] == "spin-wait"
     assert "slower at load low, high" in verdict["message"] and "spin-wait" in verdict["message"]
+
+
+# The loads as an inventory written by a tool holds them: keys sorted, "high" before "low" (CI stop 14: the cause
+# was read from the low load's short runs, which had too few power readings for a verdict).
+SORTED_LOADS = {"high": {"concurrency": 8, "num_requests": 64, "input_tokens": 64, "output_tokens": 16},
+                "low": {"concurrency": 2, "num_requests": 8, "input_tokens": 64, "output_tokens": 16}}
+
+
+def test_loads_given_as_the_loads_are_ordered_by_concurrency_not_by_their_keys():
+    assert ex.settings_of(dict(SETTINGS, loads=SORTED_LOADS))["loads"] == ["low", "high"]
+    tied = dict(SORTED_LOADS, mid={"concurrency": 2, "num_requests": 1, "input_tokens": 1, "output_tokens": 1})
+    assert ex.settings_of({"loads": tied})["loads"] == ["low", "mid", "high"]
+    with pytest.raises(ex.ExperimentError, match="load high needs concurrency"):
+        ex.settings_of({"loads": {"high": {"concurrency": 0}}})
+
+
+def test_the_cause_is_read_at_the_highest_concurrency_whatever_the_keys_order():
+    # Readings only at high load: read at low, the cause would be unknown.
+    verdict = ex.experiment_verdict("max_running_requests_64", measurement([], 190, 770, watts=480, util=96),
+                                    measurement(["m"], 250, 390, watts=150, util=30),
+                                    dict(SETTINGS, loads=SORTED_LOADS))
+    assert verdict["cause"] == "underfed", verdict["message"]
+    assert verdict["message"].index("low gain") < verdict["message"].index("high regression")
 
 
 def test_a_neutral_one_keeps_the_shipped_behaviour():
