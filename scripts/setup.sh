@@ -27,35 +27,53 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /var/log/dockerd.log" >&2; exit 1; }
 fi
 
-req_hash=$(sha256sum requirements.txt | cut -c1-16)
-if [[ ! -f $VENV/.requirements-$req_hash ]]; then
+# The venv (PyPI) and the two base images (Debian's archive) are made side by side: on a fresh machine each
+# waits mostly on its downloads. Each writes its log; the first to fail is named, with its log.
+venv() {
+  local req_hash
+  req_hash=$(sha256sum requirements.txt | cut -c1-16)
+  [[ -f $VENV/.requirements-$req_hash ]] && return 0
   log "creating controller venv $VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -r requirements.txt
-  rm -f "$VENV"/.requirements-*
+  python3 -m venv "$VENV" &&
+  "$VENV/bin/pip" install -q --upgrade pip &&
+  "$VENV/bin/pip" install -q -r requirements.txt &&
+  rm -f "$VENV"/.requirements-* &&
   touch "$VENV/.requirements-$req_hash"
-fi
+}
 
-# Base images: Debian from its archive (debootstrap), then systemd on top.
-recipe_hash=$(sha256sum molecule/resources/images/Dockerfile | cut -c1-12)
-for suite in bookworm trixie; do
-  base=localhost/debian:$suite
+# A base image: Debian from its archive (debootstrap), then systemd on top.
+image() {
+  local suite=$1 base=localhost/debian:$1 image=localhost/sm120-systemd:$1 recipe_hash rootfs
+  recipe_hash=$(sha256sum molecule/resources/images/Dockerfile | cut -c1-12)
   if ! docker image inspect "$base" >/dev/null 2>&1; then
     log "debootstrap $suite"
-    rootfs=$(mktemp -d /tmp/rootfs-$suite.XXXX)
-    debootstrap --variant=minbase "$suite" "$rootfs" >/tmp/debootstrap-$suite.log 2>&1 \
-      || { echo "debootstrap $suite failed: see /tmp/debootstrap-$suite.log" >&2; exit 1; }
-    tar -C "$rootfs" -c . | docker import - "$base" >/dev/null
+    rootfs=$(mktemp -d "/tmp/rootfs-$suite.XXXX")
+    debootstrap --variant=minbase "$suite" "$rootfs" || { echo "debootstrap $suite failed" >&2; return 1; }
+    tar -C "$rootfs" -c . | docker import - "$base" >/dev/null || return 1
     rm -rf "$rootfs"
   fi
-  image=localhost/sm120-systemd:$suite
   if [[ $(docker image inspect -f '{{ index .Config.Labels "recipe" }}' "$image" 2>/dev/null) != "$recipe_hash" ]]; then
     log "building $image"
     docker build -q --label recipe="$recipe_hash" --build-arg BASE="$base" -t "$image" \
       molecule/resources/images >/dev/null
   fi
+}
+
+declare -A jobs=()
+venv >/tmp/setup-venv.log 2>&1 & jobs[venv]=$!
+for suite in bookworm trixie; do
+  image "$suite" >"/tmp/setup-image-$suite.log" 2>&1 & jobs[image-$suite]=$!
 done
+failed=0
+for name in venv image-bookworm image-trixie; do
+  if ! wait "${jobs[$name]}"; then
+    echo "setup: $name failed; its log, /tmp/setup-$name.log, ends:" >&2
+    tail -n 20 "/tmp/setup-$name.log" >&2
+    failed=1
+  fi
+  grep '^\[setup\]' "/tmp/setup-$name.log" || true
+done
+((failed == 0)) || exit 1
 
 # Ansible finds the checkout as the collection sm120.sglang through this link
 # (ansible.cfg's collections_path); an installed tarball needs none of it.

@@ -83,8 +83,10 @@ molecule_scenarios() {
   local scenario rc=0
   for scenario in "$@"; do
     echo "--- molecule scenario $scenario"
+    local start=$SECONDS
     molecule test -s "$scenario" > "/tmp/molecule-$scenario.log" 2>&1
     local status=$?
+    echo "--- molecule scenario $scenario: $((SECONDS - start))s"
     grep -E 'Executed:|(passed|failed) in [0-9.]+s|failed=[1-9]' "/tmp/molecule-$scenario.log" | sed 's/\x1b\[[0-9;]*m//g' | tail -n 25
     if ((status != 0)); then
       rc=1; echo "--- molecule scenario $scenario FAILED; full log /tmp/molecule-$scenario.log"
@@ -133,6 +135,10 @@ static_stages() {
   stage ee ee
 }
 
+# The machine's CPU time (user, nice, system, irq, softirq; /proc/stat, in USER_HZ) and its idle time: the
+# summary says how busy the cores were, which tells a slow run on a saturated machine from one that waited.
+cpu_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8, $5 + $6}' /proc/stat; }
+read -r busy_before idle_before < <(cpu_ticks)
 static_log=$(mktemp /tmp/sm120-static-stages.XXXX)
 others_log=$(mktemp /tmp/sm120-molecule-others.XXXX)
 # At the lowest priority: the scenarios are the longest path, the static stages take the cores they leave.
@@ -146,6 +152,10 @@ cat "$static_log"
 wait "$others_pid"
 cat "$others_log"
 
+read -r busy_after idle_after < <(cpu_ticks)
+busy=$((busy_after - busy_before)) idle=$((idle_after - idle_before))
+printf '\ncores busy %d %% of the time (%d CPU s, %d idle), %d cores\n' \
+  $((100 * busy / (busy + idle > 0 ? busy + idle : 1))) $((busy / 100)) $((idle / 100)) "$(nproc)"
 passed=$(grep -c ' ok$' "$results")
 failures=$(grep ' FAILED$' "$results" | cut -d' ' -f1 | tr '\n' ' ')
 failed=$(grep -c ' FAILED$' "$results")
