@@ -192,13 +192,15 @@ def test_serving_benchmark_sees_the_fusion_gate_collapse_in_throughput_and_power
 
     assert shipped["failed_requests"] == patched["failed_requests"] == 0
     assert shipped["output_tokens_per_s"] > 5 * patched["output_tokens_per_s"], (shipped, patched)
-    # 0.8 and about 0.21 of the limit under load. The first reading may fall just before the first request
-    # (idle, 0.1), so the mean lies between the load's fraction and one idle reading among the samples.
+    # 0.8 and about 0.21 of the limit under load. The first reading may fall just before the first request and
+    # the last just after the last one ends (idle, 0.1: both were seen on a busy machine, 2 of 11 readings), so
+    # the mean lies between the load's fraction and two idle readings among the samples; with 3 or more, one at
+    # least is under load, and the shipped mean (0.33 or more) stays above the patched one's load (0.21).
     for result, loaded in ((shipped, 0.8), (patched, 0.21)):
         power = result["power"]
         assert power["source"] == "nvidia-smi" and len(power["gpus"]) == 8
-        assert power["samples"] >= 2, power
-        at_least = (loaded * (power["samples"] - 1) + 0.1) / power["samples"]
+        assert power["samples"] >= 3, power
+        at_least = (loaded * (power["samples"] - 2) + 2 * 0.1) / power["samples"]
         for gpu in power["gpus"]:
             assert gpu["limit_w"] == 600.0
             assert at_least - 0.005 <= gpu["mean_fraction_of_limit"] <= loaded, power
