@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, sglang_releases
+from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, nodes, sglang_releases
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
 
 def _flags(profile, overrides=None, host="0.0.0.0", port=30000, model_path=None, multinode=None, extra_args=None,
@@ -28,6 +29,11 @@ def _record(installed, live_gates, tuning=None):
     return launch_profile.record(installed, live_gates, tuning)
 
 
+@refusing(nodes.NodesError)
+def _nodes(groups, group, host, hostvars=None, dist_init_addr="", dist_init_port=25000, socket_ifname=""):
+    return nodes.node_plan(groups, group, host, hostvars, dist_init_addr, dist_init_port, socket_ifname)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -37,4 +43,7 @@ class FilterModule:
             "sglang_service_config": launch_profile.config_file,
             "sglang_service_record": _record,
             "sglang_service_settings": launch_profile.settings,
+            "sglang_service_nodes": _nodes,
+            "sglang_service_nodes_batch_problem": nodes.batch_problem,
+            "sglang_service_serves_api": nodes.serves_api,
         }

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils import nodes
+
 # The choices of --policy in sglang-router 0.3.2 (router_args.py; `bucket` is a --prefill-policy only).
 POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
 
@@ -158,6 +160,9 @@ def worker_urls(groups, group, hostvars, worker_port=None, explicit=None, includ
                           "hosts in it, or list them in sglang_router_workers." % (group,))
     healthy, left_out = [], []
     for host in hosts:
+        # A node of rank 1 or more of a model across hosts answers /health alone: its model is routed through rank 0.
+        if not nodes.serves_api(host, groups, hostvars):
+            continue
         url = host_worker_url(host, hostvars, worker_port)
         verdict = smoke_verdict(host, hostvars)
         if verdict in HEALTHY_VERDICTS or (verdict is None and include_unmeasured):

@@ -20,6 +20,11 @@ the collection relies on the way SGLang 0.5.9 does:
   everything but ``/health*`` and ``/metrics`` wants ``Authorization: Bearer <key>``
   (SGLang's rule, sglang/srt/utils/auth.py).
 
+With ``--nnodes N --node-rank R --dist-init-addr HOST:PORT`` it is one node of a model across hosts
+(sglang_standin_nodes.py): rank 0 serves once every other rank has joined it at that address (/health 503
+until then), a node of rank 1 or more joins rank 0 and answers /health alone; flags SGLang would refuse
+(a rank outside 0..N-1, no address) make it exit 2.
+
 SGLANG_STANDIN_FAIL_AT_START=1 makes it exit 1 at once with a message on
 stderr, as a launch that cannot load its model does.
 
@@ -84,6 +89,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 # Beside this file (the unit runs it as a script, so its directory is on sys.path).
+import sglang_standin_nodes as nodes
 from sglang_standin_gpu import (
     DEFAULT_EFFECTS,
     IDLE_W,
@@ -123,6 +129,9 @@ def parse_args(argv):
     parser.add_argument("--api-key")
     parser.add_argument("--config")
     parser.add_argument("--context-length", type=int)
+    parser.add_argument("--nnodes", type=int, default=1)
+    parser.add_argument("--node-rank", type=int, default=0)
+    parser.add_argument("--dist-init-addr")
     parser.add_argument("--standin-warmup", type=float,
                         default=float(os.environ.get("SGLANG_STANDIN_WARMUP", "3")))
     args, ignored = parser.parse_known_args(argv)
@@ -141,6 +150,8 @@ class Standin:
         self.api_key = args.api_key
         self.context_length = args.context_length or 202752
         self.ready = threading.Event()
+        # A model across hosts (rank 0): set while every other rank is joined.
+        self.nodes_joined = None
         self.created = int(time.time())
         self.live = sorted(live)
         self.chosen = chosen or DEFAULT_EFFECTS
@@ -148,6 +159,9 @@ class Standin:
         self.garbled = wrong_output(self.live, self.chosen)
         self.noise = float(os.environ.get("SGLANG_STANDIN_NOISE", "0") or 0)
         self.rng = random.Random()
+
+    def serving(self):
+        return self.ready.is_set() and (self.nodes_joined is None or self.nodes_joined.is_set())
 
     def tokens_per_second(self, in_flight=1):
         return tokens_per_second(self.live, self.chosen, in_flight, self.noise, self.rng)
@@ -236,7 +250,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         path = self.path.split("?", 1)[0]
         if path.startswith("/health"):
-            self._send_empty(200 if self.standin.ready.is_set() else 503)
+            self._send_empty(200 if self.standin.serving() else 503)
         elif path == "/metrics":
             self._send_empty(200)
         elif path == "/v1/models":
@@ -264,6 +278,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         # Requests that arrive during the warm-up wait for it, as SGLang queues them.
         self.standin.ready.wait()
+        if self.standin.nodes_joined is not None:
+            self.standin.nodes_joined.wait()
         chat = path == "/v1/chat/completions"
         if body.get("stream"):
             self._stream(body, chat)
@@ -329,6 +345,52 @@ class Handler(BaseHTTPRequestHandler):
         self._chunk(b"")
 
 
+class FollowerHandler(BaseHTTPRequestHandler):
+    """A node of rank 1 or more: SGLang's dummy health server, nothing else."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "sglang-standin"
+
+    def log_message(self, format, *args):
+        if not self.path.startswith(("/health", "/ping")):
+            sys.stderr.write("sglang_standin: %s %s\n" % (self.address_string(), format % args))
+
+    def _answer(self, status):
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self):
+        self._answer(200 if self.path.split("?", 1)[0] in ("/health", "/health_generate", "/ping") else 404)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self._answer(404)
+
+
+def follow(args, address):
+    """A node of rank 1 or more: join rank 0, then answer /health alone until rank 0 goes away."""
+    try:
+        connection = nodes.join(address, args.node_rank, args.nnodes)
+    except ValueError as exc:
+        sys.stderr.write("sglang_standin: %s\n" % exc)
+        return 1
+    nodes.exit_when_closed(connection, address)
+    if ":" in args.host:
+        Server.address_family = socket.AF_INET6
+    server = Server((args.host, args.port), FollowerHandler)
+    sys.stderr.write("sglang_standin: node rank %d of %d, answering /health alone on %s:%d\n"
+                     % (args.node_rank, args.nnodes, args.host, args.port))
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
 def main(argv):
     if os.environ.get("SGLANG_STANDIN_FAIL_AT_START") == "1":
         sys.stderr.write(FAIL_AT_START_MESSAGE + "\n")
@@ -337,11 +399,20 @@ def main(argv):
     if not os.path.isdir(args.model_path):
         sys.stderr.write("sglang_standin: --model-path %s is not a directory\n" % args.model_path)
         return 2
+    try:
+        address = nodes.plan(args.nnodes, args.node_rank, args.dist_init_addr)
+    except ValueError as exc:
+        sys.stderr.write("sglang_standin: %s\n" % exc)
+        return 2
+    if address is not None and args.node_rank > 0:
+        return follow(args, address)
     package_dir = sglang_package_dir()
     chosen = effects(os.environ)
     live = dict(live_gates(package_dir, argv, os.environ), **live_options(chosen, argv, os.environ),
                 **live_releases(chosen, sglang_release()))
     standin = Standin(args, live, chosen, os.environ.get("SGLANG_STANDIN_POWER_FILE") or POWER_FILE)
+    if address is not None:
+        standin.nodes_joined = nodes.Rendezvous(address[1], args.nnodes).complete
     Handler.standin = standin
     if ":" in args.host:
         Server.address_family = socket.AF_INET6

@@ -363,6 +363,11 @@ def test_multinode_address_override_and_first_host_without_ansible_host():
     assert _options(argv[3:])["--dist-init-addr"] == ["gpu-node-01:20000"]
 
 
+def test_the_nodes_talk_over_the_interface_given():
+    _unit, _service_, env, _argv = _service(_multinode("gpu-node-02", sglang_service_nccl_socket_ifname="eth1"))
+    assert env["NCCL_SOCKET_IFNAME"] == "eth1" and env["GLOO_SOCKET_IFNAME"] == "eth1"
+
+
 def test_single_node_has_no_multinode_flags():
     _unit, _service_, _env, argv = _service(_role_vars(PRODUCTION, FACTS))
     assert not {"--nnodes", "--node-rank", "--dist-init-addr"} & set(argv)

@@ -68,6 +68,17 @@ def test_only_hosts_whose_smoke_test_passed_are_workers_in_inventory_order():
     assert worker_urls(groups, "gpu_hosts", hostvars) == ["http://10.0.0.13:30000", "http://10.0.0.12:30000"]
 
 
+def test_a_model_across_hosts_is_routed_through_its_first_node_alone():
+    pair = {"sglang_service_nnodes_group": "pair"}
+    groups, hostvars = inventory(gpu1=dict(verdict("pass"), ansible_host="10.0.0.11"),
+                                 gpu2=dict(verdict("pass"), ansible_host="10.0.0.12", **pair),
+                                 gpu3=dict(ansible_host="10.0.0.13", **pair))
+    groups["pair"] = ["gpu2", "gpu3"]
+    # gpu3 answers /health alone: never a worker, even where unmeasured hosts count.
+    assert worker_urls(groups, "gpu_hosts", hostvars, include_unmeasured=True) == [
+        "http://10.0.0.11:30000", "http://10.0.0.12:30000"]
+
+
 def test_a_host_without_ansible_host_is_reached_by_its_name_and_its_own_service_port():
     groups, hostvars = inventory(**{"gpu-a.example.net": dict(verdict("pass"), sglang_service_port=31000),
                                     "gpu-b": verdict("pass")})
