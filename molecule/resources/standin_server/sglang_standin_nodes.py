@@ -72,6 +72,8 @@ class Rendezvous:
         connection.close()
 
     def _serve(self, connection, peer):
+        # A dual-stack listener names an IPv4 peer as ::ffff:a.b.c.d.
+        peer = (peer[0].removeprefix("::ffff:"),) + tuple(peer[1:])
         stream = connection.makefile("r", encoding="utf-8")
         try:
             hello = json.loads(stream.readline() or "{}")
