@@ -121,7 +121,8 @@ def test_the_slower_release_was_measured_against_the_canarys_baseline_and_the_ho
     assert changed["config"]["sglang_version"] == "0.5.22" and changed["verdict"]["status"] == "upgrade-rolled-back"
     assert upgrade["previous"]["run_id"] == before["run_id"]
     figures = upgrade["loads"]["high"]
-    assert figures["verdict"] == "regression" and -0.5 < figures["change"] < -0.3, figures
+    # Played 40 % slower; a contended machine measures the slower one slower still (-51.7 % seen in CI).
+    assert figures["verdict"] == "regression" and -0.7 < figures["change"] < -0.3, figures
     assert figures["baseline"]["runs"] == [round(r["output_tokens_per_s"], 1) for r in upgrade["previous"]["loads"]["high"]]
     assert upgrade["message"] in changed["verdict"]["messages"]
     with open(os.path.join(REPORTS, changed["run_id"], name + ".md")) as handle:
