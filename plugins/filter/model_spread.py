@@ -1,0 +1,16 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the model once per fleet: plugins/plugin_utils/model_spread.py."""
+
+from __future__ import annotations
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import model_spread
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "sglang_service_model_spread": refusing(model_spread.SpreadError)(model_spread.spread_plan),
+            "sglang_service_model_disk_problem": refusing(model_spread.SpreadError)(model_spread.disk_problem),
+        }
