@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, sm120.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A stand-in for the Hugging Face Hub, for the model scenario: the hub cannot be reached here, and a 400 GB model

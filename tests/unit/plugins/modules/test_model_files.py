@@ -51,6 +51,16 @@ def hub(tmp_path):
     proc.wait(timeout=10)
 
 
+def _logged_paths(log, count):
+    """The paths of the hub's log, once it holds ``count`` lines: the hub writes a line after its answer is sent."""
+    for _attempt in range(100):
+        lines = log.read_text().splitlines() if log.exists() else []
+        if len(lines) >= count:
+            break
+        time.sleep(0.05)
+    return [json.loads(line)["path"] for line in lines]
+
+
 def _copy(directory):
     for path, data in FILES.items():
         (directory / path).parent.mkdir(parents=True, exist_ok=True)
@@ -67,8 +77,8 @@ def test_it_lists_the_hub_files_at_the_revisions_commit_and_checks_a_copy(run_mo
     weights = next(f for f in listing["files"] if f["path"] == "model.safetensors")
     assert weights["sha256"] == hashlib.sha256(FILES["model.safetensors"]).hexdigest()
     # The tree is read at the commit the revision resolved to, not at the branch.
-    paths = [json.loads(line)["path"] for line in log.read_text().splitlines()]
-    assert paths == ["/api/models/%s/revision/main" % REPO, "/api/models/%s/tree/%s" % (REPO, listing["commit"])]
+    assert _logged_paths(log, 2) == ["/api/models/%s/revision/main" % REPO,
+                                     "/api/models/%s/tree/%s" % (REPO, listing["commit"])]
 
     checked = run_module(model_files.main, {"listing": listing, "path": str(_copy(tmp_path / "copy"))})
     assert checked["complete"] and checked["problem"] is None and len(checked["verified"]) == 3
