@@ -23,4 +23,5 @@ class FilterModule:
             "sglang_router_remove_call": _refusing(router.remove_call),
             "sglang_router_changes": _refusing(router.worker_changes),
             "sglang_router_local_url": _refusing(router.local_url),
+            "sglang_router_smoke_summary": _refusing(router.smoke_summary),
         }

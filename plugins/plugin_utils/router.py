@@ -316,3 +316,26 @@ def worker_changes(listed, wanted):
     normal = [normalize_url(url) for url in wanted or []]
     return {"add": [url for url in normal if url not in (listed or {})],
             "remove": [url for url in (listed or {}) if url not in normal]}
+
+
+def smoke_summary(result, router_url, workers):
+    """The measurement through the router, as clients reach the model: its numbers in one line, and the problem
+    that fails the play (a request that failed, was never sent, or none answered), naming the router and its
+    workers, or None."""
+    if not isinstance(result, Mapping):
+        raise RouterError("The measurement through the router is not a serving_benchmark result: %r" % (result,))
+    completed = int(result.get("completed_requests") or 0)
+    failed = int(result.get("failed_requests") or 0)
+    not_started = int(result.get("not_started_requests") or 0)
+    total = completed + failed + not_started
+    ttft = result.get("ttft_ms") or {}
+    summary = ("Through the router at %s to %s: %.1f output tok/s, %d of %d requests answered, TTFT p50 %s ms, "
+               "p99 %s ms" % (router_url, ", ".join(workers or []) or "no worker",
+                              float(result.get("output_tokens_per_s") or 0), completed, total, ttft.get("p50"),
+                              ttft.get("p99")))
+    problem = None
+    if failed or not_started or not completed:
+        problem = ("%s. %d failed and %d never sent (%s). Clients see these failures: look at the router's journal "
+                   "and at each worker's /health." % (
+                       summary, failed, not_started, "; ".join(result.get("errors") or []) or "no error recorded"))
+    return {"summary": summary, "problem": problem}

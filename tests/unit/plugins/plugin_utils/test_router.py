@@ -22,6 +22,7 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.router import (
     listed_workers,
     local_url,
     remove_call,
+    smoke_summary,
     worker_changes,
     worker_urls,
 )
@@ -350,3 +351,36 @@ def test_the_service_port_the_router_assumes_is_the_service_roles_default():
                                        ("fd00::5", "http://[fd00::5]:30000"), ("[fd00::5]", "http://[fd00::5]:30000")])
 def test_the_router_is_asked_on_its_own_host_over_the_address_it_listens_on(host, url):
     assert local_url(host, 30000) == url
+
+
+# ------------------------------------------------------------------ the measurement through the router
+
+WORKERS = ["http://172.28.7.11:30000", "http://172.28.7.12:30000"]
+
+
+def _measured(completed=16, failed=0, not_started=0, errors=None):
+    return {"completed_requests": completed, "failed_requests": failed, "not_started_requests": not_started,
+            "errors": errors or [], "output_tokens_per_s": 201.26, "ttft_ms": {"p50": 12.5, "p99": 40.1}}
+
+
+def test_a_router_that_answers_every_request_passes_with_its_numbers():
+    verdict = smoke_summary(_measured(), "http://127.0.0.1:30000", WORKERS)
+    assert verdict == {"summary": "Through the router at http://127.0.0.1:30000 to http://172.28.7.11:30000, "
+                                  "http://172.28.7.12:30000: 201.3 output tok/s, 16 of 16 requests answered, "
+                                  "TTFT p50 12.5 ms, p99 40.1 ms", "problem": None}
+
+
+@pytest.mark.parametrize("measured, words", [
+    (_measured(15, 1, errors=["request 3: HTTP 502 Bad Gateway"]), "1 failed and 0 never sent (request 3: HTTP 502"),
+    (_measured(12, 0, 4), "0 failed and 4 never sent (no error recorded)"),
+    (_measured(0, 0, 0), "0 of 0 requests answered"),
+])
+def test_a_failed_or_unsent_request_or_none_answered_fails_naming_the_workers(measured, words):
+    problem = smoke_summary(measured, "http://127.0.0.1:30000", WORKERS)["problem"]
+    assert words in problem
+    assert "to http://172.28.7.11:30000, http://172.28.7.12:30000:" in problem
+
+
+def test_what_is_no_measurement_is_refused():
+    with pytest.raises(RouterError, match="not a serving_benchmark result"):
+        smoke_summary(None, "http://127.0.0.1:30000", WORKERS)
