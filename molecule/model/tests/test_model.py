@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 import testinfra
 
 HOSTS = ["sm120-model-1", "sm120-model-2", "sm120-model-3"]
 MODEL = "/srv/models/glm-5-nvfp4"
+# side_effect's deploy.yml --tags model.
+AHEAD = "/srv/models/ahead"
 REPO_DIR = "/srv/hub/standin/GLM-5-NVFP4-tiny"
 FILES = ["config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
          "tokenizer_config.json"]
@@ -33,15 +36,16 @@ def _downloads(log):
     return [entry for entry in log if entry["method"] == "GET" and "/resolve/" in entry["path"]]
 
 
-def test_every_host_has_the_hubs_bytes_and_the_manifest_and_no_partial_left():
+@pytest.mark.parametrize("model", [MODEL, AHEAD])
+def test_every_host_has_the_hubs_bytes_and_the_manifest_and_no_partial_left(model):
     hub = _host("sm120-model-hub")
     expected = {name: hub.file("%s/%s" % (REPO_DIR, name)).sha256sum for name in FILES}
     for name in HOSTS:
         host = _host(name)
-        assert {f: host.file("%s/%s" % (MODEL, f)).sha256sum for f in FILES} == expected, name
-        manifest = json.loads(host.file("%s/.sm120-model.json" % MODEL).content_string)
+        assert {f: host.file("%s/%s" % (model, f)).sha256sum for f in FILES} == expected, name
+        manifest = json.loads(host.file("%s/.sm120-model.json" % model).content_string)
         assert sorted(f["path"] for f in manifest["files"]) == FILES
-        assert not host.file(MODEL + ".partial").exists
+        assert not host.file(model + ".partial").exists
 
 
 def test_only_the_source_downloaded_from_the_hub():
