@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, nodes, sglang_releases
+from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, model_config, nodes, sglang_releases
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
 
@@ -34,6 +34,11 @@ def _nodes(groups, group, host, hostvars=None, dist_init_addr="", dist_init_port
     return nodes.node_plan(groups, group, host, hostvars, dist_init_addr, dist_init_port, socket_ifname)
 
 
+@refusing(model_config.ModelConfigError)
+def _vocab_size(config, where="config.json"):
+    return model_config.vocab_size(config, where)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -46,4 +51,5 @@ class FilterModule:
             "sglang_service_nodes": _nodes,
             "sglang_service_nodes_batch_problem": nodes.batch_problem,
             "sglang_service_serves_api": nodes.serves_api,
+            "sglang_service_vocab_size": _vocab_size,
         }

@@ -13,9 +13,11 @@ Nothing here knows about Ansible; the module wires parameters and results.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
+import random
 import time
 import uuid
 from dataclasses import dataclass
@@ -31,6 +33,16 @@ from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_req
 
 MAX_REPORTED_ERRORS = 5
 MAX_ERROR_LENGTH = 300
+
+PROMPT_FORMATS = ("token_ids", "text")
+# Token-id prompts draw their ids from [TOKEN_ID_LOW, vocab_size - TOKEN_ID_HIGH_MARGIN): clear of the byte and
+# control tokens at the start of most vocabularies and of the special tokens many append at the end (GLM's and
+# Qwen's config.json vocab_size counts them). The smallest vocabulary this works for:
+TOKEN_ID_LOW = 256
+TOKEN_ID_HIGH_MARGIN = 1024
+MIN_VOCAB_SIZE = TOKEN_ID_LOW + TOKEN_ID_HIGH_MARGIN + 1024
+# Ids of one run's prompts: each prompt is a window of this pool behind an id of its own.
+_TOKEN_POOL_EXTRA = 4096
 
 # Common English words that most BPE vocabularies hold as one token each (with
 # their leading space), so N words make a prompt of roughly N tokens.
@@ -67,9 +79,21 @@ class BenchmarkPlan:
     api_key: Optional[str] = None
     # Makes every prompt of this run unique; empty picks a random one.
     run_tag: str = ""
+    # token_ids: each prompt is input_tokens token ids (completions only), so the server reads exactly the load
+    # asked for; text: words, whose token count depends on the model's tokenizer. None: token_ids for
+    # completions, text for chat (resolved()).
+    prompt_format: Optional[str] = None
+    vocab_size: int = 32000
 
 
 # ---------------------------------------------------------------- plan and request
+
+def resolved(plan):
+    """The plan with its prompt format decided: token ids where the endpoint takes them, else text."""
+    if plan.prompt_format is not None:
+        return plan
+    return dataclasses.replace(plan, prompt_format="text" if plan.endpoint == "chat" else "token_ids")
+
 
 def check_plan(plan):
     """Raise ValueError naming the first parameter that cannot work."""
@@ -80,6 +104,14 @@ def check_plan(plan):
             raise ValueError("%s must be at least 1, got %s" % (name, getattr(plan, name)))
     if plan.num_warmup < 0:
         raise ValueError("num_warmup must not be negative, got %s" % plan.num_warmup)
+    if plan.prompt_format not in PROMPT_FORMATS:
+        raise ValueError("prompt_format must be one of %s, got %r" % (", ".join(PROMPT_FORMATS), plan.prompt_format))
+    if plan.prompt_format == "token_ids" and plan.endpoint == "chat":
+        raise ValueError("prompt_format token_ids needs endpoint completions: /v1/chat/completions takes messages of "
+                         "text; set prompt_format: text for the chat endpoint")
+    if plan.prompt_format == "token_ids" and plan.vocab_size < MIN_VOCAB_SIZE:
+        raise ValueError("vocab_size must be the model's vocabulary size (config.json's vocab_size), at least %d for "
+                         "token-id prompts, got %s" % (MIN_VOCAB_SIZE, plan.vocab_size))
     if not plan.timeout > 0:
         raise ValueError("timeout must be more than 0 seconds, got %s" % plan.timeout)
     parse_target(plan.url, plan.endpoint)
@@ -103,6 +135,32 @@ def _prompt_words(input_tokens):
     return "".join(" " + word for word in words)
 
 
+class TokenIdPrompts:
+    """Prompts of exactly ``input_tokens`` token ids each, as SGLang's /v1/completions takes them (a list of ints).
+
+    A text prompt's length is whatever the model's tokenizer makes of it: the word prompts came out 53 % longer
+    than asked on the real server of docs/evidence/real-sglang-h200.md, so the load measured was not the one
+    reported. Ids are what sglang.bench_serving's random-ids dataset sends too. Each prompt begins with an id of
+    its own (request number and run), so no two share a prefix the radix cache could serve; the rest is a window
+    of one pool of random ids, drawn once per run, at an offset of its own (a MoE model routes each token, so the
+    prompts should not all be the same tokens). Joined once as text: a body costs a slice and a join.
+    """
+
+    def __init__(self, input_tokens, vocab_size, tag):
+        self.length = input_tokens
+        rng = random.Random(tag)
+        high = vocab_size - TOKEN_ID_HIGH_MARGIN
+        self.low, self.span = TOKEN_ID_LOW, high - TOKEN_ID_LOW
+        self.start = rng.randrange(self.span)
+        self.pool = [str(rng.randrange(TOKEN_ID_LOW, high)) for _ in range(max(input_tokens - 1, 0) + _TOKEN_POOL_EXTRA)]
+
+    def ids_text(self, number):
+        """The prompt of request ``number`` of the run, as the JSON text of its list of ids."""
+        head = str(self.low + (self.start + number) % self.span)
+        offset = (number * 7919) % _TOKEN_POOL_EXTRA
+        return "[" + ",".join([head] + self.pool[offset:offset + self.length - 1]) + "]"
+
+
 def build_request_body(plan, prompt):
     body = {
         "model": plan.model,
@@ -116,9 +174,18 @@ def build_request_body(plan, prompt):
     }
     if plan.endpoint == "chat":
         body["messages"] = [{"role": "user", "content": prompt}]
+    elif isinstance(prompt, _IdsText):
+        # The ids are already JSON; json.dumps of 1,000 ints would cost more than the rest of the body.
+        body["prompt"] = None
+        text = json.dumps(body)
+        return text.replace('"prompt": null', '"prompt": ' + prompt, 1).encode("utf-8")
     else:
         body["prompt"] = prompt
     return json.dumps(body).encode("utf-8")
+
+
+class _IdsText(str):
+    """A prompt that is the JSON text of a list of token ids."""
 
 
 # ---------------------------------------------------------------- statistics
@@ -200,6 +267,7 @@ def summarize_requests(drive, input_tokens_estimate):
         "output_tokens_per_s": round(output_tokens / duration, 1),
         "total_tokens_per_s": round((input_tokens + output_tokens) / duration, 1),
         "input_tokens_total": input_tokens,
+        "input_tokens_per_request": round(input_tokens / len(completed), 1) if completed else None,
         "output_tokens_total": output_tokens,
         "token_count_source": token_count_source(completed) if completed else None,
         "ttft_ms": summarize_ms(ttft),
@@ -213,11 +281,22 @@ def summarize_requests(drive, input_tokens_estimate):
 
 def _request_bodies(plan, tag, first_number):
     """Builds request i's body; numbers go on across warm-up and measurement so no prompt repeats."""
+    if plan.prompt_format == "token_ids":
+        prompts = _token_prompts(plan.input_tokens, plan.vocab_size, tag)
 
-    def body(index):
-        return build_request_body(plan, build_prompt(plan.input_tokens, "%s-%d" % (tag, first_number + index)))
+        def body(index):
+            return build_request_body(plan, _IdsText(prompts.ids_text(first_number + index)))
+    else:
+        def body(index):
+            return build_request_body(plan, build_prompt(plan.input_tokens, "%s-%d" % (tag, first_number + index)))
 
     return body
+
+
+@functools.lru_cache(maxsize=4)
+def _token_prompts(input_tokens, vocab_size, tag):
+    """One pool per run, shared by its warm-up and its measurement."""
+    return TokenIdPrompts(input_tokens, vocab_size, tag)
 
 
 def _warm_up(plan, target, tag, headers, deadline):
@@ -242,6 +321,7 @@ def _first_error_hint(outcomes):
 
 def run_benchmark(plan, power=PowerPlan()):
     """Warm up, then measure; return the figures or raise BenchmarkError naming the URL and what happened."""
+    plan = resolved(plan)
     check_plan(plan)
     if power.enabled and not power.interval > 0:
         raise ValueError("power_interval must be more than 0 seconds, got %s" % power.interval)
@@ -259,7 +339,7 @@ def run_benchmark(plan, power=PowerPlan()):
     finally:
         sampler.stop()
 
-    result = {"url": target.url, "warmup_failed_requests": warmup_failed}
+    result = {"url": target.url, "warmup_failed_requests": warmup_failed, "prompt_format": plan.prompt_format}
     result.update(summarize_requests(drive, plan.input_tokens))
     result["power"] = sampler.summary(result["duration_s"], result["output_tokens_total"])
     if drive.timed_out:

@@ -14,8 +14,12 @@ description:
     C(/v1/completions) or C(/v1/chat/completions) endpoint under O(url), and returns throughput and latency figures.
   - Every request asks for a streamed answer with usage data (C(stream_options.include_usage)) and sets
     C(ignore_eos), which SGLang honours, so each request generates exactly O(output_tokens) tokens.
-  - Prompts are built from a fixed list of common words, about one token each, so they have roughly O(input_tokens)
-    tokens. Each prompt starts with a tag unique to the request and the run, so the server's prefix cache cannot
+  - With O(prompt_format=token_ids) (the default of O(endpoint=completions)) each prompt is exactly O(input_tokens)
+    token ids, random ids below O(vocab_size), as C(sglang.bench_serving)'s C(random-ids) dataset sends them: the
+    server reads the load that was asked for, whatever its tokenizer. With O(prompt_format=text) prompts are words
+    of a fixed list, and how many tokens they make depends on the tokenizer (a 256-word prompt was 391 tokens on a
+    real server with a byte-level BPE); RV(input_tokens_per_request) says what the server counted.
+  - Each prompt starts with an id or a tag unique to the request and the run, so the server's prefix cache cannot
     serve it. Token counts come from the server's usage data; only when the server sends none are output tokens
     counted as stream chunks with text, and RV(token_count_source) says so.
   - While the requests run, a background thread reads each GPU's power draw every O(power_interval) seconds, through
@@ -60,9 +64,23 @@ options:
     default: 2
   input_tokens:
     description:
-      - Rough prompt length in tokens; see RV(input_tokens_total) for what the server counted.
+      - Prompt length in tokens: exact with O(prompt_format=token_ids), rough with V(text); see
+        RV(input_tokens_per_request) for what the server counted.
     type: int
     default: 1024
+  prompt_format:
+    description:
+      - V(token_ids) sends each prompt as a list of O(input_tokens) token ids (C(/v1/completions) only).
+      - V(text) sends words; the only choice for O(endpoint=chat).
+      - Unset, V(token_ids) for O(endpoint=completions) and V(text) for O(endpoint=chat).
+    type: str
+    choices: [token_ids, text]
+  vocab_size:
+    description:
+      - The model's vocabulary size (its C(config.json)'s C(vocab_size)); token ids are drawn from 256 up to
+        1024 below it, clear of byte and special tokens. At least 2304.
+    type: int
+    default: 32000
   output_tokens:
     description:
       - Tokens each request generates (C(max_tokens) with C(ignore_eos)).
@@ -202,6 +220,19 @@ total_tokens_per_s:
   returned: always
   type: float
   sample: 15856.4
+prompt_format:
+  description: How the prompts were sent, O(prompt_format).
+  returned: always
+  type: str
+  sample: token_ids
+input_tokens_per_request:
+  description:
+    - Mean prompt tokens per completed request, as RV(input_tokens_total) counts them; with O(prompt_format=text)
+      the measure of how far the load sent is from O(input_tokens).
+    - V(null) when no request completed.
+  returned: always
+  type: float
+  sample: 1024.0
 input_tokens_total:
   description:
     - Prompt tokens of the completed requests, from the server's usage data.
@@ -479,6 +510,8 @@ def main():
             # Token counts, not credentials.
             input_tokens=dict(type="int", default=1024, no_log=False),
             output_tokens=dict(type="int", default=256, no_log=False),
+            prompt_format=dict(type="str", choices=["token_ids", "text"]),
+            vocab_size=dict(type="int", default=32000),
             timeout=dict(type="float", default=600),
             api_key=dict(type="str", no_log=True),
             sample_power=dict(type="bool", default=True),
@@ -492,6 +525,7 @@ def main():
         url=params["url"], model=params["model"], endpoint=params["endpoint"], concurrency=params["concurrency"],
         num_requests=params["num_requests"], num_warmup=params["num_warmup"], input_tokens=params["input_tokens"],
         output_tokens=params["output_tokens"], timeout=params["timeout"], api_key=params["api_key"],
+        prompt_format=params["prompt_format"], vocab_size=params["vocab_size"],
     )
     power = PowerPlan(enabled=params["sample_power"], interval=params["power_interval"],
                       nvidia_smi=params["nvidia_smi"])

@@ -85,7 +85,8 @@ class _SseHandler(BaseHTTPRequestHandler):
             choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
             self._event({"choices": [dict(choice, finish_reason=None)], "usage": None})
         if server.usage:
-            prompt_tokens = len(prompt.split())
+            # SGLang counts a list of ids as they are; here a text prompt is a token a word.
+            prompt_tokens = len(prompt) if isinstance(prompt, list) else len(prompt.split())
             self._event({"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": generated,
                                                   "total_tokens": prompt_tokens + generated}})
         self._event(b"[DONE]")
@@ -188,8 +189,32 @@ def test_requests_ask_for_a_fixed_length_stream_with_usage():
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["ignore_eos"] is True and body["max_tokens"] == 5 and body["model"] == "glm-5"
     prompts = [request["body"]["prompt"] for request in server.requests]
-    assert len(set(prompts)) == len(prompts), "each prompt must defeat the prefix cache"
-    assert all(len(prompt.split()) == 16 for prompt in prompts)
+    assert all(isinstance(prompt, list) and len(prompt) == 16 for prompt in prompts)
+    assert all(isinstance(token, int) and 256 <= token < 32000 - 1024 for prompt in prompts for token in prompt)
+    assert len({prompt[0] for prompt in prompts}) == len(prompts), "each prompt must defeat the prefix cache"
+
+
+def test_token_id_prompts_are_exactly_the_load_asked_for_and_differ_between_runs():
+    with SseServer() as server:
+        first = sb.run_benchmark(plan_for(server.url, run_tag="a", vocab_size=4096), NO_POWER)
+        sb.run_benchmark(plan_for(server.url, run_tag="b", vocab_size=4096), NO_POWER)
+    assert first["prompt_format"] == "token_ids"
+    assert first["input_tokens_total"] == 6 * 16 and first["input_tokens_per_request"] == 16.0
+    prompts = [request["body"]["prompt"] for request in server.requests]
+    assert all(256 <= token < 4096 - 1024 for prompt in prompts for token in prompt)
+    # No two prompts of the two runs (warm-up included) share their first id, so none shares a cached prefix.
+    assert len({prompt[0] for prompt in prompts}) == 14
+    # Past the first id each is a window of the run's pool, not the same tokens in every request.
+    assert len({tuple(prompt[1:]) for prompt in prompts}) == 14
+
+
+def test_text_prompts_are_words_and_report_what_the_server_counted():
+    with SseServer() as server:
+        result = sb.run_benchmark(plan_for(server.url, prompt_format="text"), NO_POWER)
+    prompts = [request["body"]["prompt"] for request in server.requests]
+    assert all(isinstance(prompt, str) and len(prompt.split()) == 16 for prompt in prompts)
+    assert len(set(prompts)) == len(prompts)
+    assert result["prompt_format"] == "text" and result["input_tokens_per_request"] == 16.0
 
 
 def test_each_worker_keeps_one_connection():
@@ -204,6 +229,8 @@ def test_chat_endpoint_counts_content_not_the_role_chunk():
     assert result["url"] == server.url + "/v1/chat/completions"
     assert server.requests[0]["path"] == "/v1/chat/completions"
     assert server.requests[0]["body"]["messages"][0]["role"] == "user"
+    assert isinstance(server.requests[0]["body"]["messages"][0]["content"], str)
+    assert result["prompt_format"] == "text"
     assert result["completed_requests"] == 6
     assert result["output_tokens_total"] == 6 * 5
 
@@ -292,6 +319,9 @@ def test_server_that_stops_streaming_fails_within_the_timeout():
     (dict(num_requests=0), "num_requests must be at least 1"),
     (dict(num_warmup=-1), "num_warmup must not be negative"),
     (dict(timeout=0), "timeout must be more than 0"),
+    (dict(prompt_format="ids"), "prompt_format must be one of token_ids, text"),
+    (dict(endpoint="chat", prompt_format="token_ids"), "token_ids needs endpoint completions.*prompt_format: text"),
+    (dict(vocab_size=2000), "vocab_size must be the model's vocabulary size .*at least 2304.*got 2000"),
 ])
 def test_plans_that_cannot_work_are_refused(overrides, complaint):
     overrides = dict(overrides)
@@ -302,6 +332,16 @@ def test_plans_that_cannot_work_are_refused(overrides, complaint):
 def test_power_interval_must_be_positive():
     with pytest.raises(ValueError, match="power_interval"):
         sb.run_benchmark(plan_for("http://127.0.0.1:1"), PowerPlan(interval=0))
+
+
+def test_token_id_prompt_is_its_own_id_then_a_window_of_the_pool():
+    prompts = sb.TokenIdPrompts(5, 32000, "run")
+    first, second = json.loads(prompts.ids_text(0)), json.loads(prompts.ids_text(1))
+    assert len(first) == len(second) == 5
+    assert second[0] == first[0] + 1 or (first[0] == 32000 - 1024 - 1 and second[0] == 256)
+    assert first[1:] == [int(token) for token in prompts.pool[0:4]]
+    assert second[1:] == [int(token) for token in prompts.pool[7919 % 4096:7919 % 4096 + 4]]
+    assert json.loads(sb.TokenIdPrompts(1, 32000, "run").ids_text(3)) == [first[0] + 3]
 
 
 def test_prompt_has_the_requested_number_of_words_and_leads_with_its_tag():
