@@ -1,0 +1,178 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""serving_benchmark and sglang.bench_serving side by side on one real SGLang server, its /metrics the third witness.
+
+At each load of the harness profile (inventory/group_vars/gpu_hosts.yml), ``--repeats`` rounds, the two tools
+taking turns at going first: the collection's client (plugins/module_utils/serving_benchmark.run_benchmark, as
+the module runs it, prompts of token ids, power sampled) and SGLang's own ``sglang.bench_serving`` (its
+``run_benchmark`` in this process, ``--backend sglang-oai --dataset-name random-ids``, the same requests, warm-up,
+lengths and concurrency). Around every run the server's Prometheus counters are read (``--enable-metrics``):
+prompt and generation tokens and requests it counted, and its own time-to-first-token histogram. One JSON line
+a run; then the medians and their ratio per load.
+
+    python3 compare_clients.py --url http://127.0.0.1:30000 --model NAME --tokenizer DIR --inventory DIR \
+        --repeats 3 --out compare.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import statistics
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark import BenchmarkPlan, run_benchmark
+from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_power import PowerPlan
+
+WARMUP = 4
+
+
+def loads_of(inventory):
+    import yaml
+    data = yaml.safe_load((Path(inventory) / "group_vars" / "gpu_hosts.yml").read_text())
+    profile = data["sglang_service_profiles"][data["sglang_service_profile"]]
+    return sorted(profile["loads"].items(), key=lambda item: item[1]["concurrency"])
+
+
+# ------------------------------------------------------------------ the server's counters
+
+def metrics(url):
+    """Counter and histogram sums of SGLang's /metrics: name -> value, summed over label sets."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as response:
+        text = response.read().decode()
+    values = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_labels, _, value = line.rpartition(" ")
+        name = name_labels.split("{", 1)[0]
+        try:
+            values[name] = values.get(name, 0.0) + float(value)
+        except ValueError:
+            continue
+    return values
+
+
+def witness(before, after):
+    def delta(name):
+        return after.get(name, 0.0) - before.get(name, 0.0)
+
+    ttft_count = delta("sglang:time_to_first_token_seconds_count")
+    e2e_count = delta("sglang:e2e_request_latency_seconds_count")
+    return {
+        "prompt_tokens": delta("sglang:prompt_tokens_total"),
+        "generation_tokens": delta("sglang:generation_tokens_total"),
+        "requests": delta("sglang:num_requests_total"),
+        "ttft_mean_ms": round(1000 * delta("sglang:time_to_first_token_seconds_sum") / ttft_count, 2)
+        if ttft_count else None,
+        "e2e_mean_ms": round(1000 * delta("sglang:e2e_request_latency_seconds_sum") / e2e_count, 2)
+        if e2e_count else None,
+    }
+
+
+# ------------------------------------------------------------------ the two clients
+
+def ours(url, model, load, vocab_size, tag):
+    plan = BenchmarkPlan(url=url, model=model, concurrency=load["concurrency"], num_requests=load["num_requests"],
+                         num_warmup=WARMUP, input_tokens=load["input_tokens"], output_tokens=load["output_tokens"],
+                         timeout=600, run_tag=tag, vocab_size=vocab_size)
+    result = run_benchmark(plan, PowerPlan(enabled=True, interval=0.5))
+    return {"output_tok_s": result["output_tokens_per_s"], "duration_s": result["duration_s"],
+            "ttft_ms": result["ttft_ms"], "itl_ms": result["itl_ms"], "input_tokens": result["input_tokens_total"],
+            "output_tokens": result["output_tokens_total"], "completed": result["completed_requests"],
+            "failed": result["failed_requests"], "power": result["power"]}
+
+
+def bench_serving_args(url, model, tokenizer, load, seed, records):
+    """bench_serving's own parser, as its command line would fill it."""
+    import sglang.benchmark.serving as serving
+    captured = {}
+    original = serving.run_benchmark
+    serving.run_benchmark = lambda args: captured.setdefault("args", args)
+    argv = sys.argv
+    sys.argv = ["bench_serving", "--backend", "sglang-oai", "--base-url", url, "--model", model,
+                "--tokenizer", str(tokenizer), "--dataset-name", "random-ids", "--random-range-ratio", "1.0",
+                "--random-input-len", str(load["input_tokens"]), "--random-output-len", str(load["output_tokens"]),
+                "--num-prompts", str(load["num_requests"]), "--max-concurrency", str(load["concurrency"]),
+                "--request-rate", "inf", "--warmup-requests", str(WARMUP), "--seed", str(seed),
+                "--disable-tqdm", "--output-file", str(records)]
+    try:
+        serving.cli_main()
+    finally:
+        serving.run_benchmark = original
+        sys.argv = argv
+    return original, captured["args"]
+
+
+def bench_serving(url, model, tokenizer, load, seed, records):
+    run, args = bench_serving_args(url, model, tokenizer, load, seed, records)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        result = run(args)
+    return {"output_tok_s": round(result["output_throughput"], 1), "duration_s": round(result["duration"], 3),
+            "ttft_ms": {"mean": result["mean_ttft_ms"], "p50": result["median_ttft_ms"],
+                        "p99": result["p99_ttft_ms"]},
+            "itl_ms": {"mean": result["mean_itl_ms"], "p50": result["median_itl_ms"], "p99": result["p99_itl_ms"]},
+            "input_tokens": result["total_input_tokens"], "output_tokens": result["total_output_tokens"],
+            "completed": result["completed"], "failed": load["num_requests"] - result["completed"]}
+
+
+# ------------------------------------------------------------------ the run
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--tokenizer", required=True, type=Path)
+    parser.add_argument("--inventory", required=True, type=Path)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args(argv)
+    vocab_size = json.loads((args.tokenizer / "config.json").read_text())["vocab_size"]
+    rows = []
+    with open(args.out, "a") as out:
+        for name, load in loads_of(args.inventory):
+            for repeat in range(args.repeats):
+                order = ("serving_benchmark", "bench_serving") if repeat % 2 == 0 else ("bench_serving",
+                                                                                         "serving_benchmark")
+                for tool in order:
+                    before = metrics(args.url)
+                    began = time.time()
+                    if tool == "serving_benchmark":
+                        figures = ours(args.url, args.model, load, vocab_size, "cmp-%s-%d" % (name, repeat))
+                    else:
+                        figures = bench_serving(args.url, args.model, args.tokenizer, load, repeat,
+                                                args.out.with_name("bench_serving.jsonl"))
+                    ended = time.time()
+                    server = witness(before, metrics(args.url))
+                    row = {"load": name, "concurrency": load["concurrency"], "repeat": repeat, "tool": tool,
+                           "began": began, "ended": ended, "client": figures, "server": server,
+                           "asked_input_tokens": load["num_requests"] * load["input_tokens"]}
+                    rows.append(row)
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+                    print("%-5s run %d %-17s %9.1f out tok/s  TTFT p50 %8.1f p99 %8.1f ms  input %d (server "
+                          "counted %d with warm-up)" % (name, repeat + 1, tool, figures["output_tok_s"],
+                                                        figures["ttft_ms"]["p50"] or 0, figures["ttft_ms"]["p99"] or 0,
+                                                        figures["input_tokens"], server["prompt_tokens"]), flush=True)
+    print("\nload   serving_benchmark  bench_serving   ratio   TTFT p99 ours / bs (ms)")
+    for name, load in loads_of(args.inventory):
+        mine = [r["client"] for r in rows if r["load"] == name and r["tool"] == "serving_benchmark"]
+        theirs = [r["client"] for r in rows if r["load"] == name and r["tool"] == "bench_serving"]
+        if not mine or not theirs:
+            continue
+        a = statistics.median(r["output_tok_s"] for r in mine)
+        b = statistics.median(r["output_tok_s"] for r in theirs)
+        print("%-6s %17.1f %14.1f %7.3f   %8.1f / %8.1f" % (
+            name, a, b, a / b, statistics.median(r["ttft_ms"]["p99"] for r in mine),
+            statistics.median(r["ttft_ms"]["p99"] for r in theirs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

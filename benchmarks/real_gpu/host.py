@@ -1,0 +1,389 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The real-GPU harness on the H200 host: the collection in front of a real SGLang server, measured.
+
+Run from the repository root on the device machine, the same command in every call:
+
+    python3 benchmarks/real_gpu/host.py go --budget 560
+
+The first call starts the whole run in the background (a session of its own, so it outlives the call while
+the machine stays warm) and follows it for --budget seconds; each later call follows it further; the call in
+which it ends packs the results into $OUT. A call that finds a fresh machine starts again from the beginning.
+Every call also leaves what is there so far in $OUT, so a machine lost mid-run still gives its partial results.
+
+The phases, each timed, each logged; one that fails is recorded and the phases that need it are skipped:
+
+  setup        unpack .real-gpu/site.tar.xz (benchmarks/real_gpu/build_carry.py) into /opt/sm120-real/site; a
+               python wrapper that puts it on the path (the service's "venv"); systemctl and journalctl from
+               systemd_standin.py where the host has no systemd; the checkout as the collection sm120.sglang
+  model        make_model.py: the Llama of random weights and its tokenizer
+  deploy       ansible-playbook playbooks/deploy.yml --tags preflight,service,smoke against inventory/ (local
+               connection): the preflight reads the GPU, sglang_service renders and starts the profile
+               llama-1b-random, the smoke test measures its loads
+  compare      compare_clients.py: serving_benchmark and sglang.bench_serving side by side, /metrics the third
+  cause        trace_gpu.py: the cause verdict against a fine NVML trace, underfed and saturated
+  parity       the parity prompts at temperature 0, before and after a restart of one configuration
+  experiments  the same playbook with two tuning options: the smoke test decides them on real restarts
+  summary      summary.md from the results
+
+Results go to /var/tmp/sm120-real/results (then $OUT/results.tar.gz, $OUT/summary.md, $OUT/harness.log).
+
+``--rehearse`` runs the same phases on a machine without a GPU (a container here, with no systemd either)
+before device minutes are spent on them: the server is the molecule stand-in
+(molecule/resources/standin_server/sglang_standin.py) on a model directory with a config.json alone, the carried
+packages are unpacked (sglang_facts reads their versions) but not imported, the preflight (no GPU) and compare
+and cause, which need SGLang and a GPU, are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+HOME = Path("/opt/sm120-real")
+SITE = HOME / "site"
+PYTHON = HOME / "bin" / "python"
+MODEL = HOME / "models" / "llama-1b-random"
+WORK = Path(os.environ.get("SM120_REAL_WORK", "/var/tmp/sm120-real"))
+RESULTS = WORK / "results"
+LOG = WORK / "harness.log"
+PID = WORK / "harness.pid"
+DONE = WORK / "done"
+INVENTORY = HERE / "inventory"
+URL = "http://127.0.0.1:30000"
+UNIT = "sglang-llama-1b-random.service"
+TUNING = ["cuda_graph_max_bs_128", "max_running_requests_64"]
+PHASES = ("setup", "model", "deploy", "compare", "cause", "parity", "experiments", "summary")
+REHEARSAL_SKIPS = ("compare", "cause")
+REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
+NEEDS = {"model": "setup", "deploy": "model", "compare": "deploy", "cause": "deploy", "parity": "deploy",
+         "experiments": "deploy"}
+
+
+def log(message):
+    line = "%s %s" % (time.strftime("%H:%M:%S"), message)
+    print(line, flush=True)
+
+
+def run(argv, name, env=None, timeout=1800, check=True):
+    """A command with its output in results/NAME.log; its seconds and code in the log line."""
+    began = time.monotonic()
+    with open(RESULTS / (name + ".log"), "ab") as out:
+        done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, timeout=timeout)
+    seconds = time.monotonic() - began
+    log("  %s: exit %d in %.1f s" % (name, done.returncode, seconds))
+    if check and done.returncode != 0:
+        raise RuntimeError("%s exited with %d; see results/%s.log" % (name, done.returncode, name))
+    return seconds
+
+
+def tool_env():
+    env = dict(os.environ, PYTHONPATH="%s:%s" % (SITE, HOME / "collections"), HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", LC_ALL="C.UTF-8", LANG="C.UTF-8", PYTHONUNBUFFERED="1")
+    return env
+
+
+def ansible_env():
+    return dict(tool_env(), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_LOCAL_TEMP=str(WORK / "ansible-tmp"),
+                ANSIBLE_HOME=str(WORK / "ansible-home"))
+
+
+# ------------------------------------------------------------------ phases
+
+def phase_setup():
+    archive = REPO / ".real-gpu" / "site.tar.xz"
+    if not archive.exists():
+        raise RuntimeError("%s is missing: run benchmarks/real_gpu/build_carry.py here and carry .real-gpu" % archive)
+    HOME.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    if archive and not (SITE / "sglang").exists():
+        shutil.rmtree(SITE, ignore_errors=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(HOME, filter="fully_trusted") if hasattr(tarfile, "fully_trusted_filter") \
+                else tar.extractall(HOME)
+        log("  unpacked %s in %.1f s" % (archive.name, time.monotonic() - began))
+    # The service's interpreter: the host's python3 with the carried packages first on its path, and the
+    # variables that find CUDA and the driver, which a unit's clean environment would not have.
+    keep = {name: os.environ[name] for name in ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")
+            if name in os.environ}
+    lines = ["#!/bin/sh", "# The real-GPU harness's SGLang environment (benchmarks/real_gpu/host.py)."]
+    lines += ["export %s='%s'" % (name, value.replace("'", "")) for name, value in sorted(keep.items())]
+    lines += ["export PYTHONPATH='%s'" % SITE, 'exec %s "$@"' % sys.executable]
+    PYTHON.parent.mkdir(parents=True, exist_ok=True)
+    PYTHON.write_text("\n".join(lines) + "\n")
+    PYTHON.chmod(0o755)
+    for path in (HOME, HOME / "bin"):
+        path.chmod(0o755)
+    collection = HOME / "collections" / "ansible_collections" / "sm120"
+    collection.mkdir(parents=True, exist_ok=True)
+    link = collection / "sglang"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(REPO)
+    (REPO / ".collections" / "ansible_collections").mkdir(parents=True, exist_ok=True)
+    repo_link = REPO / ".collections" / "ansible_collections" / "sm120"
+    if not repo_link.exists():
+        repo_link.symlink_to(collection)
+    if not Path("/run/systemd/system").is_dir():
+        for program in ("systemctl", "journalctl"):
+            path = Path("/usr/local/bin") / program
+            path.write_text("#!/bin/sh\n# systemd stands in here: benchmarks/real_gpu/systemd_standin.py\n"
+                            'exec %s %s %s "$@"\n' % (sys.executable, HERE / "systemd_standin.py", program))
+            path.chmod(0o755)
+        log("  no systemd here: systemctl and journalctl are benchmarks/real_gpu/systemd_standin.py")
+    if REHEARSE:
+        return
+    versions = subprocess.run(
+        [str(PYTHON), "-c", "import importlib.metadata as m, torch, sgl_kernel, sglang, transformers;"
+         "print({n: m.version(n) for n in ('sglang', 'sglang-kernel', 'flashinfer-python', 'torch', 'transformers',"
+         "'tokenizers', 'ansible-core')}, torch.cuda.get_device_name(0), torch.version.cuda)"],
+        capture_output=True, text=True, timeout=300)
+    (RESULTS / "versions.txt").write_text(versions.stdout + versions.stderr[-3000:])
+    if versions.returncode != 0:
+        raise RuntimeError("the carried packages do not import: %s" % versions.stderr[-1500:])
+    log("  " + versions.stdout.strip())
+    # The server runs as the service user: check the host's Python is readable to another user.
+    probe = subprocess.run([str(PYTHON), "-c", "import os; os.setgroups([]); os.setgid(65534); os.setuid(65534); "
+                            "import torch"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        prefix = Path(sys.executable).resolve().parent.parent
+        log("  %s is not readable to other users (%s): opening it" % (prefix, probe.stderr.strip()[-200:]))
+        subprocess.run(["chmod", "-R", "o+rX", str(prefix)], check=False)
+    nvidia = subprocess.run(["nvidia-smi"], capture_output=True, text=True)
+    (RESULTS / "nvidia-smi.txt").write_text(nvidia.stdout)
+
+
+def phase_model():
+    if REHEARSE:
+        MODEL.mkdir(parents=True, exist_ok=True)
+        (MODEL / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}))
+        return
+    run([str(PYTHON), str(HERE / "make_model.py"), str(MODEL)], "model", env=tool_env())
+
+
+def unit_times():
+    try:
+        return json.loads(Path("/run/systemd-standin/%s.json" % UNIT).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def playbook(name, extra_vars):
+    # The preflight reads the real GPU (gpu_facts): the smoke test keeps its verdicts per GPU model and topology.
+    tags = "preflight,service,smoke"
+    if REHEARSE:
+        extra_vars = dict(extra_vars, sglang_service_launcher=[
+            str(PYTHON), str(REPO / "molecule/resources/standin_server/sglang_standin.py")])
+        tags = "service,smoke"
+    argv = [str(PYTHON), "-m", "ansible", "playbook", "-i", str(INVENTORY), "playbooks/deploy.yml",
+            "--tags", tags, "-e", json.dumps(extra_vars)]
+    seconds = run(argv, name, env=ansible_env(), timeout=3000, check=False)
+    times = unit_times()
+    record = {"seconds": round(seconds, 1), "unit": times}
+    if times.get("started") and times.get("active_at"):
+        record["last_start_to_active_s"] = round(times["active_at"] - times["started"], 1)
+    (RESULTS / (name + ".json")).write_text(json.dumps(record, indent=1))
+    reports = WORK / "reports"
+    if reports.exists():
+        shutil.copytree(reports, RESULTS / "reports", dirs_exist_ok=True)
+    text = (RESULTS / (name + ".log")).read_text(errors="replace")
+    if "PLAY RECAP" not in text or " failed=0" not in text.split("PLAY RECAP")[-1]:
+        raise RuntimeError("ansible-playbook (%s) failed; see results/%s.log" % (name, name))
+
+
+def phase_deploy():
+    playbook("deploy", {"sglang_service_tuning": []})
+
+
+def phase_compare():
+    run([str(PYTHON), str(HERE / "compare_clients.py"), "--url", URL, "--model", "llama-1b-random",
+         "--tokenizer", str(MODEL), "--inventory", str(INVENTORY), "--repeats", "3",
+         "--out", str(RESULTS / "compare.jsonl")], "compare", env=tool_env(), timeout=1500)
+
+
+def phase_cause():
+    vocab_size = json.loads((MODEL / "config.json").read_text())["vocab_size"]
+    run([str(PYTHON), str(HERE / "trace_gpu.py"), "--url", URL, "--model", "llama-1b-random",
+         "--vocab-size", str(vocab_size), "--out", str(RESULTS / "cause.json")], "cause", env=tool_env(), timeout=900)
+
+
+PARITY_PROMPTS = ["The capital of France is", "Write the next number: 2, 4, 8, 16,",
+                  "Translate to German: the GPU is fast.", "def fibonacci(n):"]
+
+
+def parity(label):
+    texts = []
+    for prompt in PARITY_PROMPTS:
+        body = json.dumps({"model": "llama-1b-random", "prompt": prompt, "max_tokens": 16, "temperature": 0}).encode()
+        request = urllib.request.Request(URL + "/v1/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            texts.append(json.loads(response.read())["choices"][0]["text"])
+    return {"label": label, "at": time.time(), "texts": texts}
+
+
+def wait_healthy(limit=900):
+    began = time.monotonic()
+    while time.monotonic() - began < limit:
+        try:
+            with urllib.request.urlopen(URL + "/health", timeout=5) as response:
+                if response.status == 200:
+                    return time.monotonic() - began
+        except OSError:
+            pass
+        time.sleep(1)
+    raise RuntimeError("/health did not answer 200 within %d s" % limit)
+
+
+def phase_parity():
+    """Two restarts of one configuration, asked the parity prompts after each; and each answered twice."""
+    records = [parity("first start, run 1"), parity("first start, run 2")]
+    began = time.monotonic()
+    subprocess.run(["systemctl", "restart", UNIT], check=True, timeout=900)
+    healthy = wait_healthy()
+    restart = time.monotonic() - began
+    records += [parity("after restart, run 1"), parity("after restart, run 2")]
+    result = {"restart_s": round(restart, 1), "health_wait_s": round(healthy, 1), "unit": unit_times(),
+              "records": records,
+              "same_within_a_start": [records[0]["texts"] == records[1]["texts"],
+                                      records[2]["texts"] == records[3]["texts"]],
+              "same_across_restart": [a == b for a, b in zip(records[0]["texts"], records[2]["texts"])]}
+    (RESULTS / "parity.json").write_text(json.dumps(result, indent=1))
+    log("  parity across a restart: %s; restart %.1f s" % (result["same_across_restart"], restart))
+
+
+def phase_experiments():
+    playbook("experiments", {"sglang_service_tuning": TUNING})
+
+
+def phase_summary():
+    run([sys.executable, str(HERE / "summarize.py"), str(RESULTS)], "summary", check=False)
+
+
+# ------------------------------------------------------------------ the run and the calls
+
+def run_all(only=None):
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    status = {}
+    for name in PHASES:
+        if (only and name not in only and name != "summary") or (REHEARSE and name in REHEARSAL_SKIPS):
+            continue
+        need = NEEDS.get(name)
+        if need and status.get(need, {}).get("ok") is False:
+            status[name] = {"ok": False, "skipped": "%s failed" % need}
+            log("phase %s: skipped (%s failed)" % (name, need))
+            continue
+        log("phase %s" % name)
+        began = time.monotonic()
+        try:
+            globals()["phase_" + name]()
+            status[name] = {"ok": True}
+        except Exception as exc:  # every phase's failure is recorded, and the run goes on where it can
+            status[name] = {"ok": False, "error": str(exc)[-2000:]}
+            log("phase %s FAILED: %s" % (name, str(exc)[-500:]))
+        status[name]["seconds"] = round(time.monotonic() - began, 1)
+        (RESULTS / "phases.json").write_text(json.dumps(status, indent=1))
+    log("done")
+    DONE.write_text(json.dumps(status))
+
+
+def running():
+    try:
+        pid = int(PID.read_text())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def start(only):
+    WORK.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, str(Path(__file__).resolve()), "run"] + (["--only", ",".join(only)] if only else [])
+    with open(LOG, "ab") as out:
+        child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True, cwd=REPO)
+    PID.write_text(str(child.pid))
+    return child.pid
+
+
+def collect():
+    out = os.environ.get("OUT")
+    if not out:
+        return
+    out = Path(out)
+    with tarfile.open(out / "results.tar.gz", "w:gz") as tar:
+        tar.add(RESULTS, arcname="results")
+    for name in ("summary.md", "phases.json"):
+        if (RESULTS / name).exists():
+            shutil.copy(RESULTS / name, out / name)
+    if LOG.exists():
+        shutil.copy(LOG, out / "harness.log")
+
+
+def go(budget, only):
+    began = time.monotonic()
+    if DONE.exists():
+        log("the run had ended before this call")
+    elif running():
+        log("following the run that is under way (pid %d)" % running())
+    else:
+        log("starting the run (pid %d)" % start(only))
+    position = 0
+    while True:
+        if LOG.exists():
+            with open(LOG, "rb") as handle:
+                handle.seek(position)
+                chunk = handle.read()
+                position += len(chunk)
+            sys.stdout.write(chunk.decode(errors="replace"))
+            sys.stdout.flush()
+        if DONE.exists() or not running():
+            break
+        if time.monotonic() - began > budget:
+            log("budget of this call spent; the run goes on: call again within 30 s to follow it")
+            break
+        time.sleep(3)
+    if not DONE.exists() and not running():
+        log("the run is not under way and did not end: see harness.log")
+    collect()
+    if DONE.exists() and (RESULTS / "summary.md").exists():
+        sys.stdout.write((RESULTS / "summary.md").read_text())
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["go", "run"])
+    parser.add_argument("--budget", type=float, default=560, help="seconds this call follows the run")
+    parser.add_argument("--only", default="", help="comma-separated phases (setup always runs first)")
+    parser.add_argument("--rehearse", action="store_true",
+                        help="without a GPU: the stand-in server, no compare or cause (see above)")
+    args = parser.parse_args(argv)
+    if args.rehearse:
+        os.environ["SM120_REAL_REHEARSE"] = "1"
+        global REHEARSE
+        REHEARSE = True
+    only = [name for name in args.only.split(",") if name]
+    if only and "setup" not in only:
+        only.insert(0, "setup")
+    if args.command == "run":
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        run_all(only)
+        return 0
+    return go(args.budget, only)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
