@@ -160,6 +160,14 @@ def main(argv=None):
                           "counted %d with warm-up)" % (name, repeat + 1, tool, figures["output_tok_s"],
                                                         figures["ttft_ms"]["p50"] or 0, figures["ttft_ms"]["p99"] or 0,
                                                         figures["input_tokens"], server["prompt_tokens"]), flush=True)
+    # What the server says of itself, for the stand-ins to answer the same (names, labels, fields).
+    for path, name in (("/metrics", "metrics.txt"), ("/server_info", "server_info.json"),
+                       ("/v1/models", "models.json"), ("/model_info", "model_info.json"), ("/health", "health.txt")):
+        try:
+            with urllib.request.urlopen(args.url + path, timeout=30) as response:
+                args.out.with_name(name).write_bytes(response.read())
+        except OSError as exc:
+            args.out.with_name(name).write_text("%s: %s\n" % (path, exc))
     print("\nload   serving_benchmark  bench_serving   ratio   TTFT p99 ours / bs (ms)")
     for name, load in loads_of(args.inventory):
         mine = [r["client"] for r in rows if r["load"] == name and r["tool"] == "serving_benchmark"]

@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -180,6 +181,42 @@ def unit_times():
         return {}
 
 
+class Readiness:
+    """What /health and /v1/models answer, every 0.5 s, while a playbook runs: each change, timed."""
+
+    def __init__(self):
+        import threading
+        self.changes, self.stop = [], threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    @staticmethod
+    def status(path):
+        try:
+            with urllib.request.urlopen(URL + path, timeout=2) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:
+            return "refused"
+
+    def loop(self):
+        last = None
+        while not self.stop.is_set():
+            now = (self.status("/health"), self.status("/v1/models"))
+            if now != last:
+                self.changes.append({"at": time.time(), "health": now[0], "models": now[1]})
+                last = now
+            self.stop.wait(0.5)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
 def playbook(name, extra_vars):
     # The preflight reads the real GPU (gpu_facts): the smoke test keeps its verdicts per GPU model and topology.
     tags = "preflight,service,smoke"
@@ -189,9 +226,10 @@ def playbook(name, extra_vars):
         tags = "service,smoke"
     argv = [str(PYTHON), "-m", "ansible", "playbook", "-i", str(INVENTORY), "playbooks/deploy.yml",
             "--tags", tags, "-e", json.dumps(extra_vars)]
-    seconds = run(argv, name, env=ansible_env(), timeout=3000, check=False)
+    with Readiness() as readiness:
+        seconds = run(argv, name, env=ansible_env(), timeout=3000, check=False)
     times = unit_times()
-    record = {"seconds": round(seconds, 1), "unit": times}
+    record = {"seconds": round(seconds, 1), "unit": times, "readiness": readiness.changes}
     if times.get("started") and times.get("active_at"):
         record["last_start_to_active_s"] = round(times["active_at"] - times["started"], 1)
     (RESULTS / (name + ".json")).write_text(json.dumps(record, indent=1))
@@ -268,6 +306,10 @@ def phase_experiments():
 
 
 def phase_summary():
+    server_log = Path("/var/log/systemd-standin") / (UNIT + ".log")
+    if server_log.exists():
+        data = server_log.read_bytes()
+        (RESULTS / "server.log").write_bytes(data[-4_000_000:])
     run([sys.executable, str(HERE / "summarize.py"), str(RESULTS)], "summary", check=False)
 
 
