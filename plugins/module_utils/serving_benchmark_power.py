@@ -153,6 +153,9 @@ def activity_figures(readings):
         "samples": sum(1 for util, fraction in zip(utils, fractions) if util is not None and fraction is not None),
         "median_power_fraction": _median(fractions, 4),
         "median_util_pct": _median(utils, 1),
+        # The share of the time a kernel ran, where the median of a bursty load reads 0.
+        "mean_util_pct": round(sum(u for u in utils if u is not None) / len([u for u in utils if u is not None]), 1)
+        if any(u is not None for u in utils) else None,
         "median_sm_clock_mhz": _median((_value(reading, "sm_clock_mhz") for reading in readings), 1),
         "max_sm_clock_mhz": max(max_clocks) if max_clocks else None,
         "median_clock_fraction": _median((_ratio(_value(reading, "sm_clock_mhz"), _value(reading, "max_sm_clock_mhz"))

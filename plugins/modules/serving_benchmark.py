@@ -431,6 +431,11 @@ power:
               description: Median GPU utilisation, the percentage of time a kernel ran (NVML's C(gpu) rate).
               type: float
               sample: 99.0
+            mean_util_pct:
+              description: Mean GPU utilisation over the readings, the share of the measurement in which a kernel
+                ran; it parts from the median where the GPU is busy in bursts.
+              type: float
+              sample: 97.4
             median_sm_clock_mhz:
               description: Median SM clock in MHz.
               type: float

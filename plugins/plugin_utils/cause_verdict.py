@@ -55,6 +55,14 @@ class Thresholds:
     # 94 to 100 % on the H200, 766 tiny kernels a second with host sleeps 0 %; below 80 % the GPU had
     # nothing queued a fifth of the time, which is what underfed means.
     busy_util_pct: float = 80.0
+    # Busy GPUs from spin_max_power_fraction up to this median fraction of the limit are underfed, not
+    # compute-bound: NVML counts a GPU busy while any kernel runs, however few SMs it fills. A real SGLang
+    # server decoding one stream of a 1 B model on an H200 read 78 to 99 % busy at 0.38 to 0.40 of 700 W (its
+    # kernels too small to fill 132 SMs); the same server prefilling 64 x 3,584 tokens read 100 % at 0.84 to
+    # 0.86, a device-to-device copy at 4.3 TB/s 0.69 to 0.72, GEMMs 0.96 to 0.99 (docs/evidence/
+    # real-sglang-h200.md, h200-cause-verdicts.md). GLM-5 on 8 RTX PRO 6000 at 250 W of 600 (0.42), the
+    # article's "not fed enough work", falls below it too.
+    saturated_min_power_fraction: float = 0.55
     # Busy GPUs below this median fraction of the limit spin. An RTX PRO 6000 spinning on peers' flags
     # draws 125 to 140 W of 600 (0.21 to 0.23), an H200 with a warp per SM spinning on a flag 125 to 137 W
     # of 700 (0.18 to 0.20, docs/evidence/h200-cause-verdicts.md); real work draws more, memory-bound work
@@ -109,6 +117,15 @@ def _pct(value):
     return "%.0f %%" % value
 
 
+def _busy(figures):
+    """The median utilisation, and the mean beside it where the two part: a GPU busy in bursts reads 0 % by its
+    median reading (a real server at 256 streams: 0 % in 69 to 76 % of NVML's readings, 11 to 17 % on average)."""
+    util, mean = figures.get("median_util_pct"), figures.get("mean_util_pct")
+    if mean is None or abs(mean - util) < 5:
+        return _pct(util)
+    return "%s (%s on average)" % (_pct(util), _pct(mean))
+
+
 def _of_limit(figures):
     limit = figures.get("limit_w")
     return "%.2f of its %s limit" % (figures["median_power_fraction"], "%.0f W" % limit if limit else "power")
@@ -157,7 +174,7 @@ def _decide(figures, limits):
             return COMPUTE_BOUND, ("is compute-bound: at %s though busy only %s of the time, short kernels that "
                                    "draw the most the board allows" % (_of_limit(figures), _pct(util)))
         return UNDERFED, ("is underfed: busy only %s of the time at %s, so the batch is too small, the scheduler "
-                          "starves it or the host leaves gaps between kernels" % (_pct(util), _of_limit(figures)))
+                          "starves it or the host leaves gaps between kernels" % (_busy(figures), _of_limit(figures)))
     if power < limits.spin_max_power_fraction:
         if pulled_down:
             return UNKNOWN, ("has no verdict: busy %s of the time at %s with the SM clock held at %s and no power "
@@ -167,13 +184,17 @@ def _decide(figures, limits):
                            "spin on a flag (GPUs waiting on each other): look for a synchronisation bug, not for "
                            "more load" % (_pct(util), _of_limit(figures),
                                           " at %s" % _clock(figures) if clock is not None else ""))
+    if power < limits.saturated_min_power_fraction and not pulled_down:
+        return UNDERFED, ("is underfed: busy %s of the time yet at only %s, so its kernels are too small to fill it "
+                          "(a small batch or a small model; NVML counts the GPU busy while any kernel runs, however "
+                          "few SMs it uses)" % (_busy(figures), _of_limit(figures)))
     return COMPUTE_BOUND, ("is compute-bound: busy %s of the time at %s%s, so its SMs do real work (compute- or "
                            "memory-bound), not wait" % (_pct(util), _of_limit(figures),
                                                         " with the SM clock at %s" % _clock(figures)
                                                         if clock is not None else ""))
 
 
-_NUMBERS = ("samples", "median_power_fraction", "median_util_pct", "median_clock_fraction", "throttle_reason_share",
+_NUMBERS = ("samples", "median_power_fraction", "median_util_pct", "mean_util_pct", "median_clock_fraction", "throttle_reason_share",
             "power_reason_share", "thermal_reason_share", "median_temperature_c", "max_sm_clock_mhz", "limit_w")
 
 

@@ -16,7 +16,10 @@ temperature 0. An experiment is compared with the configuration it was added to:
   (max - min over median); above it a gain, below it a regression, inside it
   no measurable gain. A verdict may differ by load, and each is kept;
 - the parity check: the outputs against those of the configuration without it,
-  prompt by prompt; fewer matches than the minimum fraction is wrong output;
+  prompt by prompt; a prompt agrees where the candidate's text begins with at least
+  ``parity_min_prefix`` of the baseline's (a real server is not token-exact across
+  restarts, see parity_check); fewer agreeing prompts than the minimum fraction is
+  wrong output;
 - wrong output or a regression at any load rejects it; a gain at one load or
   more, and none lost, keeps it; otherwise the shipped behaviour stays (it is
   turned off) and the verdict says "no measurable gain".
@@ -48,7 +51,7 @@ KEPT = "kept"
 REJECTED = "rejected"
 NO_GAIN = "no measurable gain"
 GAIN, NEUTRAL, REGRESSION = "gain", "no measurable change", "regression"
-DEFAULTS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0}
+DEFAULTS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0, "parity_min_prefix": 0.25}
 
 
 class ExperimentError(ValueError):
@@ -79,13 +82,18 @@ def settings_of(raw):
     if parity is None or not 0 <= parity <= 1:
         raise ExperimentError("smoke_test_parity_min_match must be a fraction from 0 to 1 (1 is every prompt), "
                               "got %r" % (merged["parity_min_match"],))
+    prefix = number(merged["parity_min_prefix"])
+    if prefix is None or not 0 < prefix <= 1:
+        raise ExperimentError("smoke_test_parity_min_prefix must be a fraction above 0 up to 1 (1 is the whole text, "
+                              "token-exact), got %r" % (merged["parity_min_prefix"],))
     loads = merged.get("loads") or []
     if isinstance(loads, Mapping):
         loads = loads_by_concurrency(loads)
     if isinstance(loads, (str, bytes)) or not all(isinstance(name, str) for name in loads):
         raise ExperimentError("the loads to compare must be a list of load names, lowest first, or the loads "
                               "themselves (smoke_test_loads), got %r" % (loads,))
-    return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity, "loads": list(loads)}
+    return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity,
+            "parity_min_prefix": prefix, "loads": list(loads)}
 
 
 def config_key(names):
@@ -138,23 +146,50 @@ def compare_load(baseline_results, candidate_results, settings, load=""):
             "baseline": base, "candidate": cand}
 
 
-def parity_check(baseline_outputs, candidate_outputs, min_match=1.0):
-    """The outputs of fixed prompts at temperature 0 against the baseline's, prompt by prompt."""
+def agreement(baseline, candidate):
+    """The share of the baseline's text the candidate's begins with (1.0 when they are the same)."""
+    baseline, candidate = str(baseline), str(candidate)
+    if baseline == candidate:
+        return 1.0
+    common = 0
+    for left, right in zip(baseline, candidate):
+        if left != right:
+            break
+        common += 1
+    return round(common / len(baseline), 4) if baseline else 0.0
+
+
+def parity_check(baseline_outputs, candidate_outputs, min_match=1.0, min_prefix=1.0):
+    """The outputs of fixed prompts at temperature 0 against the baseline's, prompt by prompt.
+
+    A prompt agrees where the candidate's text begins with at least ``min_prefix`` of the baseline's (1.0:
+    the same text). Why not the same text: a real SGLang server is not token-exact at temperature 0 across
+    restarts of one configuration, nor always within one start. Greedy decoding follows the largest logit,
+    and where two are nearly tied the order of a kernel's floating-point sums decides; Triton's autotuning,
+    the batch a request lands in and the CUDA graph replayed change that order. On the H200 harness (a Llama
+    of random weights, whose near-flat logits make it the hardest case) 3 of 4 prompts came out different
+    after a restart of the same configuration, and 2 of 4 between two askings after it, each sharing its
+    first 38 to 99 characters (0.41 to 0.74) with the first start's (docs/evidence/real-sglang-h200.md). A
+    wrong-output bug, the FP8 KV cache of GLM-5 on SM120 or a gate that breaks a kernel, changes the text
+    from its first token. So the default asks for the first quarter.
+    """
     if not isinstance(baseline_outputs, (list, tuple)) or not isinstance(candidate_outputs, (list, tuple)):
         raise ExperimentError("the parity check needs the outputs of both configurations as lists of texts")
     if len(baseline_outputs) != len(candidate_outputs):
         raise ExperimentError("the parity check got %d outputs of the baseline and %d of the candidate: the same "
                               "prompts must be asked of both" % (len(baseline_outputs), len(candidate_outputs)))
     total = len(baseline_outputs)
-    mismatched = [index for index, (left, right) in enumerate(zip(baseline_outputs, candidate_outputs))
-                  if left != right]
+    shares = [agreement(left, right) for left, right in zip(baseline_outputs, candidate_outputs)]
+    mismatched = [index for index, share in enumerate(shares) if share < min_prefix]
     matched = total - len(mismatched)
     fraction = matched / total if total else 1.0
     result = {"ok": fraction >= min_match, "matched": matched, "total": total, "fraction": round(fraction, 4),
-              "min_match": min_match}
+              "min_match": min_match, "min_prefix": min_prefix, "agreement": shares,
+              "identical": sum(1 for share in shares if share == 1.0)}
     if mismatched:
         first = mismatched[0]
-        result["first_mismatch"] = {"prompt": first, "baseline": str(baseline_outputs[first])[:80],
+        result["first_mismatch"] = {"prompt": first, "agreement": shares[first],
+                                    "baseline": str(baseline_outputs[first])[:80],
                                     "candidate": str(candidate_outputs[first])[:80]}
     return result
 
@@ -186,13 +221,16 @@ def experiment_verdict(name, baseline, candidate, settings):
     by_load = {load: compare_load(baseline["loads"].get(load), candidate["loads"].get(load), settings,
                                   "%s (%s)" % (load, name))
                for load in loads}
-    parity = parity_check(baseline.get("parity") or [], candidate.get("parity") or [], settings["parity_min_match"])
+    parity = parity_check(baseline.get("parity") or [], candidate.get("parity") or [], settings["parity_min_match"],
+                          settings["parity_min_prefix"])
     cause = _cause(candidate, loads)
     regressed = [load for load in loads if by_load[load]["verdict"] == REGRESSION]
     gained = [load for load in loads if by_load[load]["verdict"] == GAIN]
     if not parity["ok"]:
-        decision, reason = REJECTED, "wrong output: %d of %d prompts match the baseline (%.0f %% needed)" % (
-            parity["matched"], parity["total"], parity["min_match"] * 100)
+        decision, reason = REJECTED, ("wrong output: %d of %d prompts agree with the baseline on at least their "
+                                      "first %.0f %% (%.0f %% of the prompts needed)" % (
+                                          parity["matched"], parity["total"], parity["min_prefix"] * 100,
+                                          parity["min_match"] * 100))
     elif regressed:
         decision, reason = REJECTED, "slower at load %s" % ", ".join(regressed)
     elif gained:

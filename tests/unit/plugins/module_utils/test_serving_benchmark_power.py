@@ -24,8 +24,8 @@ def test_power_summary_per_gpu_and_per_token():
                [GpuReading(0, 500.0, 600.0), GpuReading(1, None, 600.0)]]
     power = sbp.summarize_power("nvml", 0.5, samples, duration_s=10.0, output_tokens=1000)
     # Readings without activity fields leave the activity figures unknown, all but the median power fraction.
-    no_activity = {"samples": 0, "median_util_pct": None, "median_sm_clock_mhz": None, "max_sm_clock_mhz": None,
-                   "median_clock_fraction": None, "median_temperature_c": None, "max_temperature_c": None,
+    no_activity = {"samples": 0, "median_util_pct": None, "mean_util_pct": None, "median_sm_clock_mhz": None,
+                   "max_sm_clock_mhz": None, "median_clock_fraction": None, "median_temperature_c": None, "max_temperature_c": None,
                    "throttle_reason_samples": 0, "throttle_reason_share": None, "power_reason_share": None,
                    "thermal_reason_share": None, "throttle_reason_shares": {}}
     assert power["gpus"] == [
@@ -118,7 +118,8 @@ def test_the_summary_gives_each_gpu_the_medians_and_reason_shares_of_its_activit
     activity = sbp.summarize_power("nvml", 0.05, samples, 0.25, 0)["gpus"][0]["activity"]
     assert activity == {
         "samples": 5, "median_power_fraction": round(692.0 / 700, 4), "median_util_pct": 99.0,
-        "median_sm_clock_mhz": 1455.0, "max_sm_clock_mhz": 1980.0, "median_clock_fraction": round(1455 / 1980, 4),
+        # (0 + 99 + 99 + 99 + 100) / 5: the ramp's idle reading counts in the share of the time.
+        "mean_util_pct": 79.4, "median_sm_clock_mhz": 1455.0, "max_sm_clock_mhz": 1980.0, "median_clock_fraction": round(1455 / 1980, 4),
         "median_temperature_c": 63.0, "max_temperature_c": 64.0, "throttle_reason_samples": 4,
         "throttle_reason_share": 0.75, "power_reason_share": 0.75, "thermal_reason_share": 0.25,
         "throttle_reason_shares": {"gpu_idle": 0.25, "sw_power_cap": 0.75, "sw_thermal_slowdown": 0.25}}

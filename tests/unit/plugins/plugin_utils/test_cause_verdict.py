@@ -137,10 +137,40 @@ def test_a_gpu_at_its_limit_that_reads_rarely_busy_is_compute_bound():
     assert verdict_of(readings(660.0, 40.0, 1980.0))["verdict"] == cv.COMPUTE_BOUND
 
 
-def test_utilisation_at_the_busy_threshold_counts_as_busy_and_power_at_the_spin_threshold_as_work():
+def test_utilisation_at_the_busy_threshold_counts_as_busy_and_power_at_the_spin_threshold_as_no_spin():
     assert verdict_of(readings(100.0, 80.0, 1980.0, limit=500.0))["verdict"] == cv.SPIN_WAIT
-    assert verdict_of(readings(150.0, 80.0, 1980.0, limit=500.0))["verdict"] == cv.COMPUTE_BOUND
+    assert verdict_of(readings(150.0, 80.0, 1980.0, limit=500.0))["verdict"] == cv.UNDERFED
+    assert verdict_of(readings(275.0, 80.0, 1980.0, limit=500.0))["verdict"] == cv.COMPUTE_BOUND
     assert verdict_of(readings(100.0, 79.9, 1980.0, limit=500.0))["verdict"] == cv.UNDERFED
+
+
+# The real SGLang 0.5.16 server of docs/evidence/real-sglang-h200.md: a 1.1 B Llama on one H200, 256 in / 256 out,
+# the medians of serving_benchmark's own sampler (0.5 s) as the module returned them.
+REAL_DECODE_ONE_STREAM = readings(283.4, 96.0, 1980.0)       # 0.40 of 700 W, 698 tok/s
+REAL_PREFILL_64_STREAMS = readings(602.5, 100.0, 1980.0)     # 64 x 3,584 tokens in: 0.86 of 700 W
+
+
+def test_one_stream_of_a_small_model_on_a_large_gpu_is_underfed_though_nvml_reads_it_busy():
+    gpu = verdict_of(REAL_DECODE_ONE_STREAM)
+    assert gpu["verdict"] == cv.UNDERFED
+    assert gpu["explanation"] == (
+        "GPU 0 is underfed: busy 96 % of the time yet at only 0.40 of its 700 W limit, so its kernels are too small "
+        "to fill it (a small batch or a small model; NVML counts the GPU busy while any kernel runs, however few SMs "
+        "it uses).")
+
+
+def test_the_same_server_prefilling_long_prompts_is_compute_bound():
+    assert verdict_of(REAL_PREFILL_64_STREAMS)["verdict"] == cv.COMPUTE_BOUND
+
+
+def test_a_gpu_busy_in_bursts_says_its_mean_beside_the_median_of_zero():
+    # 256 streams on that server: 0 % in about three readings of four (the GPU waits for the host), bursts between.
+    bursts = readings(126.0, 0.0, 1980.0, count=27) + readings(190.0, 31.0, 1980.0, count=5) \
+        + readings(250.0, 66.0, 1980.0, count=4)
+    gpu = verdict_of(bursts)
+    assert gpu["verdict"] == cv.UNDERFED
+    assert (gpu["median_util_pct"], gpu["mean_util_pct"]) == (0.0, 11.6)
+    assert gpu["explanation"].startswith("GPU 0 is underfed: busy only 0 % (12 % on average) of the time at 0.18 of")
 
 
 def test_the_medians_are_not_moved_by_the_ramp_at_the_start_of_a_measurement():
@@ -150,7 +180,9 @@ def test_the_medians_are_not_moved_by_the_ramp_at_the_start_of_a_measurement():
 # ------------------------------------------------------------------ thresholds
 
 def test_thresholds_are_parameters_that_move_the_verdict():
-    assert verdict_of(H200_SPIN, {"spin_max_power_fraction": 0.15})["verdict"] == cv.COMPUTE_BOUND
+    assert verdict_of(H200_SPIN, {"spin_max_power_fraction": 0.15})["verdict"] == cv.UNDERFED
+    assert verdict_of(H200_SPIN, {"spin_max_power_fraction": 0.15, "saturated_min_power_fraction": 0.15})[
+        "verdict"] == cv.COMPUTE_BOUND
     assert verdict_of(H200_GEMM, {"pulled_down_clock_fraction": 0.7})["verdict"] == cv.COMPUTE_BOUND
     assert verdict_of(H200_SPIN, cv.Thresholds(min_samples=10))["verdict"] == cv.UNKNOWN
 

@@ -66,6 +66,7 @@ def test_a_run_without_throughput_is_named():
     ({"tolerance": "ten"}, "smoke_test_experiment_tolerance must be a fraction"),
     ({"noise_multiple": -1}, "smoke_test_experiment_noise_multiple must be a number of 0 or more"),
     ({"parity_min_match": 2}, "smoke_test_parity_min_match must be a fraction from 0 to 1"),
+    ({"parity_min_prefix": 0}, "smoke_test_parity_min_prefix must be a fraction above 0 up to 1"),
     ({"loads": "high"}, "must be a list of load names, lowest first, or the loads themselves"),
 ])
 def test_bad_settings_name_the_variable(settings, message):
@@ -78,7 +79,7 @@ def test_bad_settings_name_the_variable(settings, message):
 def test_parity_counts_matching_prompts_and_shows_the_first_mismatch():
     check = ex.parity_check(["x", "y", "z", "w"], ["x", "!!", "z", "w"], 0.75)
     assert check["ok"] and check["matched"] == 3 and check["fraction"] == 0.75
-    assert check["first_mismatch"] == {"prompt": 1, "baseline": "y", "candidate": "!!"}
+    assert check["first_mismatch"] == {"prompt": 1, "agreement": 0.0, "baseline": "y", "candidate": "!!"}
     assert not ex.parity_check(["x", "y"], ["x", "!!"], 1.0)["ok"]
 
 
@@ -137,7 +138,33 @@ def test_wrong_output_is_rejected_whatever_its_speed():
     verdict = ex.experiment_verdict("fp8_kv", measurement([], 500, 3000),
                                     measurement(["k"], 900, 5000, parity=("a", "garbled", "c")), SETTINGS)
     assert verdict["decision"] == ex.REJECTED
-    assert verdict["reason"] == "wrong output: 2 of 3 prompts match the baseline (100 % needed)"
+    assert verdict["reason"] == ("wrong output: 2 of 3 prompts agree with the baseline on at least their first 25 % "
+                                 "(100 % of the prompts needed)")
+    assert verdict["parity"]["agreement"] == [1.0, 0.0, 1.0]
+
+
+# The parity outputs of the H200 harness (docs/evidence/real-sglang-h200.md): one configuration, asked after its
+# first start and again after a restart. The texts of a random-weights model, as the server answered them.
+FIRST_START = [" ';'.<??<?? GILgetprotobynameMENT<??MENT portMENT whyMENTSetReport port_\"] '%')",
+               " Keywordsrans vectorsupporting accidentallyTypeAliasTypejor vectorGeneratorContextManagersupporting"
+               " Compat THetc quadratic Executorjor"]
+AFTER_RESTART = [FIRST_START[0],
+                 " Keywordsrans vectorsupporting accidentallyTypeAliasTypejor vectorGeneratorContextManagersupporting"
+                 "asynchronous whetherjorFrameSummary CHAR quadratic"]
+
+
+def test_a_restart_that_flips_a_near_tie_late_in_the_text_still_agrees():
+    parity = ex.parity_check(FIRST_START, AFTER_RESTART, 1.0, 0.25)
+    assert parity["ok"] and parity["matched"] == 2 and parity["identical"] == 1
+    assert parity["agreement"] == [1.0, round(99 / len(FIRST_START[1]), 4)]
+    assert not ex.parity_check(FIRST_START, AFTER_RESTART, 1.0, 1.0)["ok"]  # token-exact would reject it
+
+
+def test_output_that_differs_from_its_first_characters_is_wrong_however_long():
+    garbled = [FIRST_START[0], "!! !! !! !! !! !! !! !! !! !! !! !! !! !! !! !!"]
+    parity = ex.parity_check(FIRST_START, garbled, 1.0, 0.25)
+    assert not parity["ok"]
+    assert parity["first_mismatch"]["prompt"] == 1 and parity["first_mismatch"]["agreement"] == 0.0
 
 
 def test_a_load_dependent_one_shows_each_load_and_is_rejected():
