@@ -8,9 +8,19 @@ machines. This script takes the same command line the sglang_service role's unit
 passes (flags it does not use are accepted and ignored), and answers the HTTP
 the collection relies on the way SGLang 0.5.9 does:
 
-- listens at once; ``/health`` answers 503 during a warm-up delay
+- refuses connections while it "loads" (``--standin-load`` or SGLANG_STANDIN_LOAD,
+  default 0.5 s), then ``/health`` answers 503 during a warm-up delay
   (``--standin-warmup`` or SGLANG_STANDIN_WARMUP, default 3 s) and 200 after,
-  while ``/v1/models`` answers 200 from the start;
+  while ``/v1/models`` answers 200 from the moment it listens. The real SGLang
+  0.5.16 of docs/evidence/real-sglang-h200.md refused for 55 to 135 s (imports,
+  weights, CUDA graphs), then answered /v1/models 200 and /health 503 for 2 to
+  13 s (its own warm-up generation), then /health 200;
+- with ``--enable-metrics``, ``/metrics`` in Prometheus' text format under SGLang's
+  names and labels (``sglang:prompt_tokens_total{engine_type="unified",model_name=...}``,
+  ``sglang:generation_tokens_total``, ``sglang:num_requests_total``, the
+  ``sglang:time_to_first_token_seconds`` and ``sglang:e2e_request_latency_seconds``
+  histograms, ``sglang:num_running_reqs``); without it 404, as SGLang mounts
+  /metrics only then;
 - ``/v1/completions`` and ``/v1/chat/completions``, streaming (SSE, with a usage
   chunk when ``stream_options.include_usage``) and not, generating
   ``max_tokens`` tokens at SGLANG_STANDIN_TOKENS_PER_SECOND per request, and
@@ -27,6 +37,12 @@ until then), a node of rank 1 or more joins rank 0 and answers /health alone; fl
 
 SGLANG_STANDIN_FAIL_AT_START=1 makes it exit 1 at once with a message on
 stderr, as a launch that cannot load its model does.
+
+The text a prompt gets at temperature 0 is the same within one start, and its last
+part (past SGLANG_STANDIN_STABLE_SHARE of it, default 0.6) may differ between two
+starts (SGLANG_STANDIN_START_SEED, else a random 0 or 1 at start): the real server
+changed 3 of 4 parity outputs after a restart of one configuration, each after its
+first 41 to 74 %, two variants alternating (near-tied logits of random weights).
 
 It also plays what the gates of data/sglang_releases.yml do to a real server on
 the GPUs, so that the smoke test's experiments have something to measure. Like the
@@ -134,6 +150,8 @@ def parse_args(argv):
     parser.add_argument("--dist-init-addr")
     parser.add_argument("--standin-warmup", type=float,
                         default=float(os.environ.get("SGLANG_STANDIN_WARMUP", "3")))
+    parser.add_argument("--standin-load", type=float, default=float(os.environ.get("SGLANG_STANDIN_LOAD", "0.5")))
+    parser.add_argument("--enable-metrics", action="store_true")
     args, ignored = parser.parse_known_args(argv)
     if args.config:
         # SGLang merges the file's arguments under the command line's, as --<key> <value>.
@@ -159,6 +177,10 @@ class Standin:
         self.garbled = wrong_output(self.live, self.chosen)
         self.noise = float(os.environ.get("SGLANG_STANDIN_NOISE", "0") or 0)
         self.rng = random.Random()
+        seed = os.environ.get("SGLANG_STANDIN_START_SEED")
+        self.start_seed = int(seed) if seed not in (None, "") else random.randrange(2)
+        self.stable_share = float(os.environ.get("SGLANG_STANDIN_STABLE_SHARE", "0.6"))
+        self.metrics = Metrics(self.model) if getattr(args, "enable_metrics", False) else None
 
     def serving(self):
         return self.ready.is_set() and (self.nodes_joined is None or self.nodes_joined.is_set())
@@ -171,7 +193,9 @@ class Standin:
         if self.garbled:
             return [GARBLED] * count
         seed = sum(ord(char) for char in prompt_text(body))
-        return [VOCABULARY[(seed + index * 7) % len(VOCABULARY)] for index in range(count)]
+        stable = int(round(count * self.stable_share))
+        return [VOCABULARY[(seed + index * 7 + (self.start_seed * 5 if index >= stable else 0)) % len(VOCABULARY)]
+                for index in range(count)]
 
     def tokens_for(self, body):
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
@@ -181,6 +205,57 @@ class Standin:
         if max_tokens > EOS_AFTER_TOKENS:
             return EOS_AFTER_TOKENS, "stop"
         return max_tokens, "length"
+
+
+class Metrics:
+    """SGLang's request counters and histograms (sglang/srt/observability/metrics_collector.py), as the real
+    0.5.16 server names and labels them in /metrics."""
+
+    BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, float("inf"))
+
+    def __init__(self, model):
+        self.labels = 'engine_type="unified",model_name="%s"' % model
+        self.lock = threading.Lock()
+        self.counters = {"sglang:prompt_tokens_total": 0, "sglang:generation_tokens_total": 0,
+                         "sglang:num_requests_total": 0}
+        self.histograms = {name: [0.0, 0, [0] * len(self.BUCKETS)] for name in
+                           ("sglang:time_to_first_token_seconds", "sglang:e2e_request_latency_seconds")}
+        self.running = 0
+
+    def request_started(self):
+        with self.lock:
+            self.running += 1
+
+    def request_done(self, prompt, generated, ttft, e2e):
+        with self.lock:
+            self.running -= 1
+            self.counters["sglang:prompt_tokens_total"] += prompt
+            self.counters["sglang:generation_tokens_total"] += generated
+            self.counters["sglang:num_requests_total"] += 1
+            for name, value in (("sglang:time_to_first_token_seconds", ttft),
+                                ("sglang:e2e_request_latency_seconds", e2e)):
+                histogram = self.histograms[name]
+                histogram[0] += value
+                histogram[1] += 1
+                for index, bound in enumerate(self.BUCKETS):
+                    if value <= bound:
+                        histogram[2][index] += 1
+
+    def text(self):
+        lines = []
+        with self.lock:
+            for name, value in self.counters.items():
+                lines += ["# TYPE %s counter" % name[:-len("_total")], "%s{%s} %s" % (name, self.labels, float(value))]
+            for name, (total, count, buckets) in self.histograms.items():
+                lines.append("# TYPE %s histogram" % name)
+                lines += ['%s_bucket{%s,le="%s"} %s' % (name, self.labels, "+Inf" if bound == float("inf") else bound,
+                                                         float(hits)) for bound, hits in zip(self.BUCKETS, buckets)]
+                lines += ["%s_count{%s} %s" % (name, self.labels, float(count)),
+                          "%s_sum{%s} %s" % (name, self.labels, total)]
+            lines += ["# TYPE sglang:num_running_reqs gauge",
+                      'sglang:num_running_reqs{%s,moe_ep_rank="0",pp_rank="0",tp_rank="0"} %s'
+                      % (self.labels, float(self.running))]
+        return "\n".join(lines) + "\n"
 
 
 def prompt_text(body):
@@ -251,8 +326,13 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path.startswith("/health"):
             self._send_empty(200 if self.standin.serving() else 503)
-        elif path == "/metrics":
-            self._send_empty(200)
+        elif path == "/metrics" and self.standin.metrics is not None:
+            data = self.standin.metrics.text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
         elif path == "/v1/models":
             if self._authorized():
                 self._send_json(200, {"object": "list", "data": [{
@@ -281,10 +361,21 @@ class Handler(BaseHTTPRequestHandler):
         if self.standin.nodes_joined is not None:
             self.standin.nodes_joined.wait()
         chat = path == "/v1/chat/completions"
-        if body.get("stream"):
-            self._stream(body, chat)
-        else:
-            self._complete(body, chat)
+        metrics = self.standin.metrics
+        self.arrived, self.first_token_at = time.monotonic(), None
+        if metrics is not None:
+            metrics.request_started()
+        try:
+            if body.get("stream"):
+                self._stream(body, chat)
+            else:
+                self._complete(body, chat)
+        finally:
+            if metrics is not None:
+                done = time.monotonic()
+                count = self.standin.tokens_for(body)[0]
+                metrics.request_done(prompt_tokens(body), count, (self.first_token_at or done) - self.arrived,
+                                     done - self.arrived)
 
     # ------------------------------------------------------------ generation
     def _generate(self, body, count):
@@ -295,6 +386,8 @@ class Handler(BaseHTTPRequestHandler):
             delay = started + (index + 1) * interval - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+            if index == 0:
+                self.first_token_at = time.monotonic()
             yield word
 
     def _usage(self, body, completion):
@@ -416,6 +509,8 @@ def main(argv):
     Handler.standin = standin
     if ":" in args.host:
         Server.address_family = socket.AF_INET6
+    # Loading: nothing listens yet, as SGLang binds its port only once the weights and CUDA graphs are in.
+    time.sleep(max(args.standin_load, 0.0))
     server = Server((args.host, args.port), Handler)
     sys.stderr.write("sglang_standin: SGLang in %s; live gates: %s; emulating %.1f tokens/s per request and %.0f W "
                      "per GPU under load, %.0f W idle, in %s\n"
@@ -423,8 +518,8 @@ def main(argv):
                         "; ".join("%s (%s)" % item for item in sorted(live.items())) or "none",
                         standin.tokens_per_second(), standin.power.load_w, IDLE_W, standin.power.path))
     sys.stderr.write("sglang_standin: standing in for sglang.launch_server, serving %s from %s on %s:%d "
-                     "(warm-up %.1f s, %.1f tokens/s per request); ignored flags: %s\n"
-                     % (standin.model, args.model_path, args.host, args.port, args.standin_warmup,
+                     "(load %.1f s, warm-up %.1f s, %.1f tokens/s per request); ignored flags: %s\n"
+                     % (standin.model, args.model_path, args.host, args.port, args.standin_load, args.standin_warmup,
                         standin.tokens_per_second(), " ".join(ignored) or "none"))
     standin.power.start()
     # systemd stops the unit with SIGTERM, possibly mid-request: leave the GPUs reading idle, as real ones would.

@@ -96,11 +96,13 @@ def _wait_listening(port, proc):
     raise AssertionError("the stand-in did not listen")
 
 
-def _start(model_dir, power_file, warmup="0.6", rate="2000", package_dir=None, flags=(), config=None):
+def _start(model_dir, power_file, warmup="0.6", rate="2000", package_dir=None, flags=(), config=None, load="0",
+           wait=True, env_extra=None):
     model_dir.mkdir(exist_ok=True)
     (model_dir / "config.json").write_text("{}")
     port = _free_port()
-    env = dict(os.environ, SGLANG_STANDIN_TOKENS_PER_SECOND=rate, SGLANG_STANDIN_POWER_FILE=str(power_file))
+    env = dict(os.environ, SGLANG_STANDIN_TOKENS_PER_SECOND=rate, SGLANG_STANDIN_POWER_FILE=str(power_file),
+               SGLANG_STANDIN_LOAD=load, **(env_extra or {}))
     env.pop("PYTHONPATH", None)
     if package_dir is not None:
         env["PYTHONPATH"] = str(package_dir)
@@ -110,7 +112,8 @@ def _start(model_dir, power_file, warmup="0.6", rate="2000", package_dir=None, f
          "--quantization", "modelopt_fp4", "--disable-shared-experts-fusion", "--served-model-name", "glm-5",
          "--standin-warmup", warmup] + key + list(flags),
         env=env, stderr=subprocess.PIPE, text=True)
-    _wait_listening(port, proc)
+    if wait:
+        _wait_listening(port, proc)
     return port, proc
 
 
@@ -154,6 +157,61 @@ def test_health_is_503_during_warm_up_and_models_answer_early(standin):
     assert status == 200 and json.loads(data)["data"][0]["id"] == "glm-5"
     time.sleep(0.8)
     assert _request(port, "GET", "/health", key=None)[0] == 200
+
+
+def test_it_refuses_while_it_loads_then_answers_models_before_health_as_sglang_does(tmp_path):
+    # The real 0.5.16 server: refused 55 to 135 s, then /v1/models 200 with /health 503 for 2 to 13 s, then 200.
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0.6", load="1.0", wait=False)
+    try:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        _wait_listening(port, proc)
+        assert _request(port, "GET", "/v1/models")[0] == 200
+        assert _request(port, "GET", "/health")[0] == 503
+        time.sleep(0.8)
+        assert _request(port, "GET", "/health")[0] == 200
+    finally:
+        _stop(proc)
+
+
+def test_metrics_count_what_was_served_under_sglangs_names_only_when_enabled(tmp_path):
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0", flags=["--enable-metrics"])
+    try:
+        for prompt in ([11, 12, 13, 14, 15], "three words here"):
+            body = {"model": "glm-5", "prompt": prompt, "max_tokens": 4, "ignore_eos": True}
+            assert _request(port, "POST", "/v1/completions", body)[0] == 200
+        status, data = _request(port, "GET", "/metrics", key=None)
+        text = data.decode()
+        labels = '{engine_type="unified",model_name="glm-5"}'
+        assert status == 200
+        assert "sglang:prompt_tokens_total%s 8.0" % labels in text
+        assert "sglang:generation_tokens_total%s 8.0" % labels in text
+        assert "sglang:num_requests_total%s 2.0" % labels in text
+        assert "sglang:time_to_first_token_seconds_count%s 2.0" % labels in text
+        assert 'sglang:e2e_request_latency_seconds_bucket{engine_type="unified",model_name="glm-5",le="+Inf"} 2.0' in text
+    finally:
+        _stop(proc)
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0")
+    try:
+        assert _request(port, "GET", "/metrics", key=None)[0] == 404
+    finally:
+        _stop(proc)
+
+
+def test_two_starts_may_end_a_text_differently_but_begin_it_alike(tmp_path):
+    texts = []
+    for seed in ("0", "1", "0"):
+        port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0",
+                            env_extra={"SGLANG_STANDIN_START_SEED": seed})
+        try:
+            body = {"model": "glm-5", "prompt": "The capital of France is", "max_tokens": 10, "temperature": 0,
+                    "ignore_eos": True}
+            texts.append(json.loads(_request(port, "POST", "/v1/completions", body)[1])["choices"][0]["text"])
+        finally:
+            _stop(proc)
+    first, other, again = (text.split(" ")[1:] for text in texts)
+    assert first == again
+    assert first[:6] == other[:6] and first[6:] != other[6:]
 
 
 def test_the_api_wants_the_key_and_health_does_not(standin):
