@@ -309,9 +309,26 @@ def _warm_up(plan, target, tag, headers, deadline):
                              {"warmup_failed_requests": len(failed), "errors": first_errors(drive.outcomes)})
     if len(failed) == count:
         raise BenchmarkError("all %d warm-up requests to %s failed%s"
-                             % (count, target.url, _first_error_hint(drive.outcomes)),
+                             % (count, target.url, _first_error_hint(drive.outcomes))
+                             + prompt_format_hint(plan.prompt_format, first_errors(drive.outcomes)),
                              {"warmup_failed_requests": len(failed), "errors": first_errors(drive.outcomes)})
     return len(failed)
+
+
+# What a server that takes prompts as strings only answers to a list of token ids: sglang-router 0.3.2's
+# /v1/completions (HTTP 422, "... untagged enum StringOrArray"; docs/evidence/sglang-router.md). SGLang itself
+# answers 400 to a prompt it cannot read.
+_STRINGS_ONLY_STATUSES = ("HTTP 400 ", "HTTP 422 ")
+
+
+def prompt_format_hint(prompt_format, errors):
+    """The fix to name when every request was refused as unreadable and the prompts were token ids, else ''."""
+    if prompt_format != "token_ids" or not errors:
+        return ""
+    if not all(any(status in error for status in _STRINGS_ONLY_STATUSES) for error in errors):
+        return ""
+    return (". The server refused prompts given as token ids (a router's /v1/completions takes strings only): "
+            "measure it with prompt_format=text")
 
 
 def _first_error_hint(outcomes):
@@ -348,5 +365,6 @@ def run_benchmark(plan, power=PowerPlan()):
                                               _first_error_hint(drive.outcomes)), result)
     if not result["completed_requests"]:
         raise BenchmarkError("all %d requests to %s failed%s"
-                             % (plan.num_requests, target.url, _first_error_hint(drive.outcomes)), result)
+                             % (plan.num_requests, target.url, _first_error_hint(drive.outcomes))
+                             + prompt_format_hint(plan.prompt_format, first_errors(drive.outcomes)), result)
     return result

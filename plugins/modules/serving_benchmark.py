@@ -71,7 +71,9 @@ options:
   prompt_format:
     description:
       - V(token_ids) sends each prompt as a list of O(input_tokens) token ids (C(/v1/completions) only).
-      - V(text) sends words; the only choice for O(endpoint=chat).
+      - V(text) sends words; the only choice for O(endpoint=chat), and the one for a C(sglang-router) in front of the
+        servers, whose C(/v1/completions) takes strings only (HTTP 422 on token ids, sglang-router 0.3.2). When
+        every request is refused so, the error names this fix.
       - Unset, V(token_ids) for O(endpoint=completions) and V(text) for O(endpoint=chat).
     type: str
     choices: [token_ids, text]

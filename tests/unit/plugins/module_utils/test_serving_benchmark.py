@@ -42,6 +42,9 @@ class _SseHandler(BaseHTTPRequestHandler):
         if server.fail_every and number % server.fail_every == 0:
             self._send_error(number)
             return
+        if server.strings_only and isinstance(body.get("prompt"), list):
+            self._send_strings_only()
+            return
         if server.http10:
             self.protocol_version = "HTTP/1.0"
         self.send_response(200)
@@ -55,6 +58,16 @@ class _SseHandler(BaseHTTPRequestHandler):
         payload = json.dumps({"error": {"message": "boom in request %d" % number}}).encode()
         self.send_response(500)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _send_strings_only(self):
+        # As sglang-router 0.3.2 answered a list of token ids, measured (docs/evidence/sglang-router.md).
+        payload = (b"Failed to deserialize the JSON body into the target type: prompt: data did not match any "
+                   b"variant of untagged enum StringOrArray at line 1 column 29")
+        self.send_response(422)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -101,14 +114,16 @@ class SseServer:
 
     stall_after_tokens=0 accepts and reads a request, then never answers;
     stall_after_tokens=N stops streaming after N tokens.
+    strings_only=True answers a prompt given as a list with 422, as sglang-router's /v1/completions does.
     """
 
     def __init__(self, usage=True, first_token_delay=0.0, token_delay=0.0, fail_every=0,
-                 stall_after_tokens=None, http10=False):
+                 stall_after_tokens=None, http10=False, strings_only=False):
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _SseHandler)
         self.httpd.daemon_threads = True
         for name, value in dict(usage=usage, first_token_delay=first_token_delay, token_delay=token_delay,
-                                fail_every=fail_every, stall_after_tokens=stall_after_tokens, http10=http10).items():
+                                fail_every=fail_every, stall_after_tokens=stall_after_tokens, http10=http10,
+                                strings_only=strings_only).items():
             setattr(self.httpd, name, value)
         self.httpd.lock = threading.Lock()
         self.httpd.requests = []
@@ -265,6 +280,31 @@ def test_errors_are_capped():
     assert len(failure.value.result["errors"]) == sb.MAX_REPORTED_ERRORS
     assert failure.value.result["failed_requests"] == 8
     assert str(failure.value).startswith("all 8 requests to %s/v1/completions failed" % server.url)
+
+
+@pytest.mark.parametrize("num_warmup", [2, 0])
+def test_a_server_that_takes_strings_only_is_named_with_the_fix(num_warmup):
+    with SseServer(strings_only=True) as server:
+        with pytest.raises(sb.BenchmarkError) as failure:
+            sb.run_benchmark(plan_for(server.url, num_warmup=num_warmup), NO_POWER)
+    message = str(failure.value)
+    assert "HTTP 422" in message and "prompt_format=text" in message
+
+
+def test_a_server_that_takes_strings_only_is_measured_with_text_prompts():
+    with SseServer(strings_only=True) as server:
+        result = sb.run_benchmark(plan_for(server.url, prompt_format="text"), NO_POWER)
+    assert (result["completed_requests"], result["failed_requests"]) == (6, 0)
+    assert all(isinstance(request["body"]["prompt"], str) for request in server.requests)
+
+
+def test_the_fix_is_named_only_when_every_refusal_reads_as_unreadable_token_ids():
+    refused = ["request 0: HTTP 422 Unprocessable Entity: StringOrArray", "request 1: HTTP 400 Bad Request: x"]
+    assert "prompt_format=text" in sb.prompt_format_hint("token_ids", refused)
+    assert sb.prompt_format_hint("text", refused) == ""
+    assert sb.prompt_format_hint("token_ids", refused + ["request 2: HTTP 500 Internal Server Error: boom"]) == ""
+    assert sb.prompt_format_hint("token_ids", ["request 0: connection refused"]) == ""
+    assert sb.prompt_format_hint("token_ids", []) == ""
 
 
 def test_dead_server_fails_fast_and_says_so():
