@@ -56,6 +56,7 @@ class FilterModule:
             "experiment_memory_key": _wrap(ex.memory_key),
             "experiment_remember": _wrap(experiment_remember),
             "experiment_switch": _wrap(ex.switch_to),
+            "experiment_switch_problem": _wrap(ex.switch_problem),
             "experiment_rejections": _wrap(ex.rejections),
             "experiment_result": _wrap(experiment_result),
             "experiment_final_rows": _wrap(ex.final_rows),

@@ -404,6 +404,32 @@ def switch_to(config, experiments, patches_enabled, tuning, gates_live):
             "gates_change": any((gate in config) != (gate in live) for gate in gates)}
 
 
+def switch_problem(config, experiments, patches_live, tuning_live):
+    """Why the server does not run ``config`` after a switch ("" where it does): the gates and tuning options
+    among the experiments live exactly where the configuration has them.
+
+    The switch hands sm120_patches_enabled and sglang_service_tuning to the roles as include vars, and an
+    extra var (-e) outranks those: given on the command line, the roles render what it says, the server does
+    not change, and every configuration measured is the same one under another name. This happened on the
+    real-GPU harness (docs/evidence/real-sglang-h200.md): four measurements of one configuration, two of them
+    called a gain. Nothing is decided on such a measurement.
+    """
+    config, experiments = set(config or []), list(experiments or [])
+    live = set(patches_live or []) | set(tuning_live or [])
+    wrong_on = sorted(name for name in experiments if name in live and name not in config)
+    wrong_off = sorted(name for name in experiments if name not in live and name in config)
+    if not wrong_on and not wrong_off:
+        return ""
+    parts = (["%s stayed on" % ", ".join(wrong_on)] if wrong_on else []) + \
+        (["%s stayed off" % ", ".join(wrong_off)] if wrong_off else [])
+    return ("The experiments asked for %s, but %s: what the server runs did not follow the switch, so nothing "
+            "measured now could be told apart. Is sglang_service_tuning or sm120_patches_enabled given as an extra "
+            "var (-e)? An extra var outranks the configuration an experiment switches to: set them in the inventory "
+            "(group_vars or host_vars) instead." % (
+                "the configuration with %s" % ", ".join(sorted(config)) if config else "none of them",
+                " and ".join(parts)))
+
+
 def rejections(verdicts, tuning, run_id, at):
     """What the patch role and the service record as turned off: {gates: {...}, tuning: {...}}.
 

@@ -366,3 +366,27 @@ def test_every_hosts_verdicts_are_remembered_by_one_writer():
             {"host": "b", "memory_key": "k2", "verdicts": []}]
     memory = ex.remember_runs({"old": {"x": {"decision": ex.KEPT}}}, runs, "R")
     assert set(memory) == {"old", "k"} and memory["k"]["f"]["host"] == "a"
+
+
+# ------------------------------------------------------------------ the switch took effect
+
+def test_a_switch_that_took_effect_has_no_problem():
+    assert ex.switch_problem(["cuda_graph_max_bs_128"], ["cuda_graph_max_bs_128", "max_running_requests_64"],
+                             [], ["cuda_graph_max_bs_128"]) == ""
+    assert ex.switch_problem([], ["fusion", "nccl"], ["moe_runner_sm120"], []) == ""
+
+
+def test_an_extra_var_that_kept_the_server_as_it_was_is_named_with_the_fix():
+    # The real-GPU harness: -e sglang_service_tuning=[both], so the switch to one alone changed nothing.
+    problem = ex.switch_problem(["cuda_graph_max_bs_128"], ["cuda_graph_max_bs_128", "max_running_requests_64"],
+                                [], ["cuda_graph_max_bs_128", "max_running_requests_64"])
+    assert problem == (
+        "The experiments asked for the configuration with cuda_graph_max_bs_128, but max_running_requests_64 stayed "
+        "on: what the server runs did not follow the switch, so nothing measured now could be told apart. Is "
+        "sglang_service_tuning or sm120_patches_enabled given as an extra var (-e)? An extra var outranks the "
+        "configuration an experiment switches to: set them in the inventory (group_vars or host_vars) instead.")
+
+
+def test_a_gate_that_stayed_off_is_named_too():
+    problem = ex.switch_problem(["fusion", "nccl"], ["fusion", "nccl"], [], ["nccl"])
+    assert "the configuration with fusion, nccl, but fusion stayed off" in problem
