@@ -121,7 +121,7 @@ def phase_setup():
             if name in os.environ}
     lines = ["#!/bin/sh", "# The real-GPU harness's SGLang environment (benchmarks/real_gpu/host.py)."]
     lines += ["export %s='%s'" % (name, value.replace("'", "")) for name, value in sorted(keep.items())]
-    lines += ["export PYTHONPATH='%s'" % SITE, 'exec %s "$@"' % sys.executable]
+    lines += ["export PYTHONPATH='%s'${PYTHONPATH:+:$PYTHONPATH}" % SITE, 'exec %s "$@"' % sys.executable]
     PYTHON.parent.mkdir(parents=True, exist_ok=True)
     PYTHON.write_text("\n".join(lines) + "\n")
     PYTHON.chmod(0o755)
@@ -144,6 +144,7 @@ def phase_setup():
                             'exec %s %s %s "$@"\n' % (sys.executable, HERE / "systemd_standin.py", program))
             path.chmod(0o755)
         log("  no systemd here: systemctl and journalctl are benchmarks/real_gpu/systemd_standin.py")
+    open_python_to_the_service_user()
     if REHEARSE:
         return
     versions = subprocess.run(
@@ -155,15 +156,23 @@ def phase_setup():
     if versions.returncode != 0:
         raise RuntimeError("the carried packages do not import: %s" % versions.stderr[-1500:])
     log("  " + versions.stdout.strip())
-    # The server runs as the service user: check the host's Python is readable to another user.
-    probe = subprocess.run([str(PYTHON), "-c", "import os; os.setgroups([]); os.setgid(65534); os.setuid(65534); "
-                            "import torch"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        prefix = Path(sys.executable).resolve().parent.parent
-        log("  %s is not readable to other users (%s): opening it" % (prefix, probe.stderr.strip()[-200:]))
-        subprocess.run(["chmod", "-R", "o+rX", str(prefix)], check=False)
     nvidia = subprocess.run(["nvidia-smi"], capture_output=True, text=True)
     (RESULTS / "nvidia-smi.txt").write_text(nvidia.stdout)
+
+
+def open_python_to_the_service_user():
+    """The server runs as the service user, not root: the host's Python, and every folder above it, must be
+    readable to another user (a rehearsal's Python lives under /root, mode 700)."""
+    module = "sys" if REHEARSE else "torch"
+    probe = subprocess.run([str(PYTHON), "-c", "import os; os.setgroups([]); os.setgid(65534); os.setuid(65534); "
+                            "import " + module], capture_output=True, text=True)
+    if probe.returncode == 0:
+        return
+    executable = Path(sys.executable).resolve()
+    log("  %s is not readable to other users (%s): opening it" % (executable, probe.stderr.strip()[-200:]))
+    for folder in executable.parents[:-1]:
+        subprocess.run(["chmod", "o+x", str(folder)], check=False, capture_output=True)
+    subprocess.run(["chmod", "-R", "o+rX", str(executable.parent.parent)], check=False, capture_output=True)
 
 
 def phase_model():
@@ -217,15 +226,22 @@ class Readiness:
         self.thread.join()
 
 
-def playbook(name, extra_vars):
+def playbook(name, host_vars):
+    """deploy.yml with ``host_vars`` in the inventory's host_vars, not as extra vars: an extra var outranks the
+    configuration the smoke test switches to for each experiment (the first harness run measured one
+    configuration four times that way; smoke_test now refuses it)."""
     # The preflight reads the real GPU (gpu_facts): the smoke test keeps its verdicts per GPU model and topology.
     tags = "preflight,service,smoke"
     if REHEARSE:
-        extra_vars = dict(extra_vars, sglang_service_launcher=[
+        host_vars = dict(host_vars, sglang_service_launcher=[
             str(PYTHON), str(REPO / "molecule/resources/standin_server/sglang_standin.py")])
         tags = "service,smoke"
-    argv = [str(PYTHON), "-m", "ansible", "playbook", "-i", str(INVENTORY), "playbooks/deploy.yml",
-            "--tags", tags, "-e", json.dumps(extra_vars)]
+    inventory = WORK / ("inventory-" + name)
+    shutil.rmtree(inventory, ignore_errors=True)
+    shutil.copytree(INVENTORY, inventory)
+    (inventory / "host_vars").mkdir(exist_ok=True)
+    (inventory / "host_vars" / "h200.yml").write_text(json.dumps(host_vars, indent=1) + "\n")
+    argv = [str(PYTHON), "-m", "ansible", "playbook", "-i", str(inventory), "playbooks/deploy.yml", "--tags", tags]
     with Readiness() as readiness:
         seconds = run(argv, name, env=ansible_env(), timeout=3000, check=False)
     times = unit_times()
@@ -376,7 +392,10 @@ def collect():
 
 def go(budget, only):
     began = time.monotonic()
-    if DONE.exists():
+    if DONE.exists() and only and not running():
+        DONE.unlink()
+        log("starting phases %s again (pid %d)" % (",".join(only), start(only)))
+    elif DONE.exists():
         log("the run had ended before this call")
     elif running():
         log("following the run that is under way (pid %d)" % running())
