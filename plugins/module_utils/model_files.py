@@ -11,13 +11,16 @@ received the model from another host checks it again against it.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 
 _BLOCK = 8 << 20
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 class ListingError(ValueError):
@@ -59,27 +62,109 @@ def listing_from_hub(repo, info, tree_pages):
     if not files:
         raise ListingError("the hub lists no files for %s at %s" % (repo, commit))
     files.sort(key=lambda item: item["path"])
-    return {"repo": repo, "commit": commit, "files": files, "total_bytes": sum(f["size"] for f in files)}
+    return check_listing({"repo": repo, "commit": commit, "files": files,
+                          "total_bytes": sum(f["size"] for f in files)})
+
+
+def _entry_problem(item, seen):
+    """What is wrong with one entry of a listing, or None. A value of the wrong form would make a valid file
+    "differ" (a size written "1024", a sha256 written "sha256:..."), and the role removes files that differ."""
+    if not isinstance(item, dict) or not isinstance(item.get("path"), str) or not item["path"] or "size" not in item:
+        return "an entry has no path or size: %r" % (item,)
+    path, size = item["path"], item["size"]
+    if path.startswith("/") or ".." in path.split("/"):
+        return "%s leaves the model directory" % path
+    if path in seen:
+        return "%s is listed twice" % path
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        return "%s has size %r, not a whole number of bytes: write it as an integer (1024, not \"1024\")" % (
+            path, size)
+    if not (item.get("sha256") or item.get("git_oid")):
+        return "%s has no hash" % path
+    for key, pattern, what in (("sha256", _SHA256, "64"), ("git_oid", _COMMIT, "40")):
+        value = item.get(key)
+        if value is not None and not (isinstance(value, str) and pattern.match(value)):
+            prefix = (" without the algorithm's prefix" if isinstance(value, str) and ":" in value else "")
+            return ("%s has %s %r, not %s lowercase hex digits: write the digest alone%s, as the hub gives it"
+                    % (path, key, value, what, prefix))
+    return None
 
 
 def check_listing(listing):
-    """The listing itself, as read back from a manifest: refuse one that is not, before it decides anything."""
+    """The listing itself, as read back from a manifest or given: refuse one that is not, before it decides anything.
+
+    Every entry is checked for form (size an integer, sha256 64 hex digits, git blob id 40), so that no file is
+    called different, and removed, on the strength of a value written another way.
+    """
     problem = None
     if not isinstance(listing, dict) or not isinstance(listing.get("files"), list) or not listing["files"]:
         problem = "it has no list of files"
     else:
+        seen = set()
         for item in listing["files"]:
-            if not isinstance(item, dict) or not isinstance(item.get("path"), str) or "size" not in item:
-                problem = "an entry has no path or size: %r" % (item,)
-            elif not (item.get("sha256") or item.get("git_oid")):
-                problem = "%s has no hash" % item["path"]
-            elif item["path"].startswith("/") or ".." in item["path"].split("/"):
-                problem = "%s leaves the model directory" % item["path"]
+            problem = _entry_problem(item, seen)
             if problem:
                 break
+            seen.add(item["path"])
     if problem:
-        raise ListingError("not a model listing: %s" % problem)
+        raise ListingError("not a model listing: %s. Nothing was checked or removed; correct the entry or take the "
+                           "listing from the hub again." % problem)
     return listing
+
+
+# What SGLang's default model loader reads from a local model directory (load_format auto), as 0.5.16's wheel
+# writes it (sglang/srt/model_loader/loader.py, DefaultModelLoader._prepare_weights, and weight_utils.py): the
+# first of these patterns that matches a file at the top of the directory (glob, so no hidden files); for
+# safetensors, only the files the index's weight_map names where the index is there; else all but the trainer's.
+_LOADER_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+_NOT_FOR_INFERENCE = ("training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
+
+
+def weights_sglang_loads(names, index_files):
+    """The names among ``names`` (the files at the top of a model directory) that SGLang's loader reads.
+
+    ``index_files`` is the set of files the safetensors index's weight_map names, or None without an index.
+    """
+    names = sorted(name for name in names if not name.startswith("."))
+    for pattern in _LOADER_PATTERNS:
+        found = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
+        if found:
+            break
+    else:
+        return []
+    if pattern != "*.safetensors":
+        return [name for name in found if not name.endswith(_NOT_FOR_INFERENCE)]
+    if index_files is not None:
+        return [name for name in found if name in index_files]
+    if len(found) == 2 and found[0].endswith("consolidated.safetensors") and found[1].endswith("model.safetensors"):
+        return [found[1]]
+    return found
+
+
+def _index_files(directory):
+    try:
+        with open(os.path.join(directory, SAFETENSORS_INDEX)) as handle:
+            weight_map = json.load(handle).get("weight_map", {})
+        return {str(value) for value in weight_map.values()}
+    except (IOError, OSError):
+        return None
+    except (ValueError, AttributeError):
+        # Not an index SGLang can read: it would fail to load; no shard counts as named by it.
+        return set()
+
+
+def unlisted_weights(directory, listing):
+    """Files SGLang would read from the directory that the listing does not name: weights, and the index that picks
+    them. A shard and its index left from another revision would be served in place of the listed ones."""
+    if not os.path.isdir(directory):
+        return []
+    names = [name for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name))]
+    listed = {item["path"] for item in listing["files"]}
+    index = _index_files(directory) if SAFETENSORS_INDEX in names else None
+    loaded = weights_sglang_loads(names, index)
+    deciding = [SAFETENSORS_INDEX] if index is not None and any(n.endswith(".safetensors") for n in loaded) else []
+    return sorted(name for name in set(loaded + deciding) if name not in listed)
 
 
 def file_digest(path, item):
@@ -114,13 +199,14 @@ def check_directory(directory, listing, workers=None):
     """Each file of the listing in the directory: verified, missing or mismatched (size or hash, both given).
 
     Files are hashed in parallel (hashlib lets go of the GIL on large blocks): 400 GB take minutes, not an hour.
-    Files the listing does not name (the CLI's .cache, the manifest) are left out of the verdict.
+    Files the listing does not name are left out of the verdict (the CLI's .cache, the manifest, a README), except
+    those SGLang's loader would read (``unlisted_weights``): with any, the directory is not complete.
     """
     check_listing(listing)
     result = {"verified": [], "missing": [], "mismatched": []}
     if not os.path.isdir(directory):
         result.update(missing=[{"path": i["path"], "size": i["size"]} for i in listing["files"]], present_bytes=0,
-                      complete=False)
+                      unlisted_weights=[], complete=False)
         return result
     workers = workers or min(16, os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -128,18 +214,27 @@ def check_directory(directory, listing, workers=None):
             result[verdict].append(detail)
     present = {item["path"] for item in listing["files"]} - {m["path"] for m in result["missing"]}
     result["present_bytes"] = sum(os.path.getsize(os.path.join(directory, p)) for p in present)
-    result["complete"] = not result["missing"] and not result["mismatched"]
+    result["unlisted_weights"] = unlisted_weights(directory, listing)
+    result["complete"] = not result["missing"] and not result["mismatched"] and not result["unlisted_weights"]
     return result
 
 
 def mismatch_problem(directory, listing, result, host):
-    """Each file that differs from the listing, with both sizes or hashes; None when none does."""
-    if not result["mismatched"]:
+    """Each file that differs from the listing, with both sizes or hashes, and each unlisted file SGLang would load;
+    None when there is none."""
+    unlisted = result.get("unlisted_weights") or []
+    if not result["mismatched"] and not unlisted:
         return None
-    lines = ["%s (%s at %s) on %s: %d of %d files differ from the hub's listing:" % (
-        directory, listing.get("repo", "?"), str(listing.get("commit", "?"))[:12], host, len(result["mismatched"]),
-        len(listing["files"]))]
-    for item in result["mismatched"]:
-        lines.append("  %s: %s %s expected, %s on disk" % (item["path"], item["kind"], item["expected"],
-                                                           item["actual"]))
+    where = "%s (%s at %s) on %s" % (directory, listing.get("repo", "?"), str(listing.get("commit", "?"))[:12], host)
+    lines = []
+    if result["mismatched"]:
+        lines.append("%s: %d of %d files differ from the hub's listing:" % (where, len(result["mismatched"]),
+                                                                           len(listing["files"])))
+        for item in result["mismatched"]:
+            lines.append("  %s: %s %s expected, %s on disk" % (item["path"], item["kind"], item["expected"],
+                                                               item["actual"]))
+    if unlisted:
+        lines.append("%s holds %d file(s) the listing does not name that SGLang's loader would read in place of the "
+                     "listed weights: %s. They are left from another revision or copy: remove them (nothing was "
+                     "removed), or give the model an empty directory." % (where, len(unlisted), ", ".join(unlisted)))
     return "\n".join(lines)

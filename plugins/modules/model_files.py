@@ -16,6 +16,11 @@ description:
   - With O(path), checks each listed file in that directory, hashing them in parallel, and says which are verified,
     missing, or differ in size or hash (with both values). C(hf download) checks sizes only, so a file changed in
     transit is caught here.
+  - Refuses a listing whose entries are not of the hub's form (C(size) an integer, C(sha256) 64 lowercase hex digits,
+    C(git_oid) 40), naming the entry, so that no valid file is called different on the strength of a value written
+    another way.
+  - A directory that holds files SGLang's loader would read but the listing does not name (a shard and its index
+    left from another revision) is not complete; they are named in RV(unlisted_weights) and RV(problem).
   - It only reads and always returns C(changed=false).
 options:
   repo:
@@ -103,12 +108,19 @@ present_bytes:
   description: Bytes of the listed files already in O(path), verified or not.
   returned: when O(path) is given
   type: int
+unlisted_weights:
+  description: Files at the top of O(path) that SGLang's default loader (C(load_format) auto, as of 0.5.16) would read
+    but the listing does not name, and the safetensors index that picks them where it is not listed.
+  returned: when O(path) is given
+  type: list
+  elements: str
 complete:
-  description: Whether every listed file is there and verified.
+  description: Whether every listed file is there and verified, and no unlisted file would be loaded.
   returned: when O(path) is given
   type: bool
 problem:
-  description: The mismatched files with both values, for a message; null when none differs.
+  description: The mismatched files with both values and the unlisted weights with the fix, for a message; null when
+    there are none.
   returned: when O(path) is given
   type: str
 """

@@ -20,6 +20,7 @@ from ansible_collections.sm120.sglang.plugins.module_utils.model_files import (
     listing_from_hub,
     mismatch_problem,
     next_link,
+    weights_sglang_loads,
 )
 
 COMMIT = "cc55509a06268dddf8ad1a5fb5a202a9508c96f8"
@@ -153,3 +154,103 @@ def test_files_the_listing_does_not_name_are_left_alone(tmp_path):
     (model / ".cache" / "x.metadata").write_text("etag")
     (model / ".sm120-model.json").write_text("{}")
     assert check_directory(str(model), _listing())["complete"]
+
+
+def _entry(**changes):
+    entry = {"path": "model-00001-of-00001.safetensors", "size": len(WEIGHTS), "git_oid": "1" * 40,
+             "sha256": hashlib.sha256(WEIGHTS).hexdigest()}
+    entry.update(changes)
+    return {"repo": "r/m", "commit": COMMIT, "files": [entry]}
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"size": str(len(WEIGHTS))}, r"size '1048576', not a whole number of bytes: write it as an integer"),
+    ({"size": True}, "size True, not a whole number"),
+    ({"size": -1}, "size -1, not a whole number"),
+    ({"size": 1.5}, "size 1.5, not a whole number"),
+    ({"sha256": "sha256:" + hashlib.sha256(WEIGHTS).hexdigest()},
+     "sha256 'sha256:.*', not 64 lowercase hex digits: write the digest alone without the algorithm's prefix"),
+    ({"sha256": hashlib.sha256(WEIGHTS).hexdigest().upper()}, "sha256 '[0-9A-F]{64}', not 64 lowercase hex digits"),
+    ({"sha256": "abc"}, "sha256 'abc', not 64"),
+    ({"git_oid": "1" * 39}, "git_oid '1{39}', not 40 lowercase hex digits"),
+    ({"git_oid": 12}, "git_oid 12, not 40"),
+    ({"path": ""}, "no path or size"),
+])
+def test_a_listing_entry_of_another_form_is_refused_naming_it(changes, words):
+    with pytest.raises(ListingError, match="model-00001-of-00001.safetensors has " + words
+                       if "path" not in changes else words) as caught:
+        check_listing(_entry(**changes))
+    assert "Nothing was checked or removed" in str(caught.value)
+
+
+def test_a_path_listed_twice_is_refused():
+    listing = _entry()
+    listing["files"].append(dict(listing["files"][0]))
+    with pytest.raises(ListingError, match="model-00001-of-00001.safetensors is listed twice"):
+        check_listing(listing)
+
+
+def test_a_valid_listing_is_taken_as_it_is():
+    listing = _entry()
+    assert check_listing(listing) is listing
+
+
+def test_a_hub_answer_of_another_form_is_refused_too():
+    tree = _tree()
+    tree[2]["lfs"]["oid"] = "sha256:" + tree[2]["lfs"]["oid"]
+    with pytest.raises(ListingError, match="without the algorithm's prefix"):
+        listing_from_hub("r/m", {"sha": COMMIT}, [tree])
+
+
+@pytest.mark.parametrize("names, index, loaded", [
+    # The loader's first pattern that matches wins; hidden files are not globbed.
+    (["config.json", "a.safetensors", "b.bin", ".x.safetensors"], None, ["a.safetensors"]),
+    (["pytorch_model.bin", "training_args.bin", "optimizer.pt"], None, ["pytorch_model.bin"]),
+    (["model.pt", "optimizer.pt", "scaler.pt"], None, ["model.pt"]),
+    (["config.json", "tokenizer.json"], None, []),
+    # With an index, only the shards its weight_map names.
+    (["m-1.safetensors", "m-2.safetensors", "model.safetensors"], {"m-1.safetensors", "m-2.safetensors"},
+     ["m-1.safetensors", "m-2.safetensors"]),
+    # Without one, Mistral's pair is read as model.safetensors alone; any other set in full.
+    (["consolidated.safetensors", "model.safetensors"], None, ["model.safetensors"]),
+    (["model.safetensors", "old-00001-of-00002.safetensors"], None,
+     ["model.safetensors", "old-00001-of-00002.safetensors"]),
+])
+def test_the_weights_sglang_loads_follow_its_loader(names, index, loaded):
+    assert weights_sglang_loads(names, index) == loaded
+
+
+def test_a_shard_and_its_index_left_from_another_revision_make_the_directory_incomplete(tmp_path):
+    # Every listed file is there and verified; the other revision's index picks its own shard, which SGLang would
+    # load in place of the listed weights.
+    model = _model(tmp_path / "m")
+    (model / "model-00001-of-00002.safetensors").write_bytes(b"old shard")
+    (model / "model.safetensors.index.json").write_text(
+        '{"weight_map": {"lm_head.weight": "model-00001-of-00002.safetensors"}}')
+    result = check_directory(str(model), _listing())
+    assert result["verified"] == ["config.json", "model-00001-of-00001.safetensors"]
+    assert result["unlisted_weights"] == ["model-00001-of-00002.safetensors", "model.safetensors.index.json"]
+    assert not result["complete"]
+    problem = mismatch_problem("/m", _listing(), result, "gpu-1")
+    assert problem == (
+        "/m (standin/GLM-5-NVFP4-tiny at cc55509a0626) on gpu-1 holds 2 file(s) the listing does not name that "
+        "SGLang's loader would read in place of the listed weights: model-00001-of-00002.safetensors, "
+        "model.safetensors.index.json. They are left from another revision or copy: remove them (nothing was "
+        "removed), or give the model an empty directory.")
+    assert (model / "model-00001-of-00002.safetensors").exists()
+
+
+def test_an_unlisted_shard_without_an_index_is_loaded_too(tmp_path):
+    model = _model(tmp_path / "m")
+    (model / "extra.safetensors").write_bytes(b"x")
+    assert check_directory(str(model), _listing())["unlisted_weights"] == ["extra.safetensors"]
+
+
+def test_unlisted_files_sglang_does_not_load_leave_it_complete(tmp_path):
+    model = _model(tmp_path / "m")
+    (model / "README.md").write_text("card")
+    (model / "training_args.bin").write_bytes(b"x")
+    (model / "sub").mkdir()
+    (model / "sub" / "y.safetensors").write_bytes(b"x")
+    result = check_directory(str(model), _listing())
+    assert result["unlisted_weights"] == [] and result["complete"]
