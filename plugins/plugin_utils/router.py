@@ -141,13 +141,17 @@ def explicit_workers(urls):
     return chosen
 
 
-def worker_urls(groups, group, hostvars, worker_port=None, explicit=None, include_unmeasured=False):
+def worker_urls(groups, group, hostvars, worker_port=None, explicit=None, include_unmeasured=False,
+                check_mode=False):
     """The URLs of the healthy serving hosts of inventory group ``group``, in inventory order.
 
     A host is healthy when the smoke test's verdict on it in this run is one of HEALTHY_VERDICTS;
-    a host it did not measure (``--tags router`` alone, check mode) counts only with
-    ``include_unmeasured``. A non-empty ``explicit`` list of URLs replaces the group.
+    a host it did not measure (``--tags router`` alone) counts only with ``include_unmeasured``.
+    In check mode the smoke test measures nothing, so a host it did not measure counts: the
+    answer is what the router would get were each such host to pass (a host that failed is still
+    left out). A non-empty ``explicit`` list of URLs replaces the group.
     """
+    include_unmeasured = include_unmeasured or bool(check_mode)
     if explicit:
         return explicit_workers(explicit)
     hosts = (groups or {}).get(group) if isinstance(groups, Mapping) else None

@@ -69,6 +69,16 @@ def test_only_hosts_whose_smoke_test_passed_are_workers_in_inventory_order():
     assert worker_urls(groups, "gpu_hosts", hostvars) == ["http://10.0.0.13:30000", "http://10.0.0.12:30000"]
 
 
+def test_check_mode_counts_the_hosts_it_did_not_measure_and_still_leaves_out_a_failed_one():
+    # --check --diff after a deploy: the smoke test measures nothing, so no host has a verdict of this run.
+    groups, hostvars = inventory(gpu1=dict(ansible_host="10.0.0.11"), gpu2=dict(ansible_host="10.0.0.12"),
+                                 gpu3=dict(verdict("fail"), ansible_host="10.0.0.13"))
+    assert worker_urls(groups, "gpu_hosts", hostvars, check_mode=True) == [
+        "http://10.0.0.11:30000", "http://10.0.0.12:30000"]
+    with pytest.raises(RouterError, match=r"No host of 'gpu_hosts' is healthy.*gpu1 \(not measured in this run\)"):
+        worker_urls(groups, "gpu_hosts", hostvars)
+
+
 def test_a_model_across_hosts_is_routed_through_its_first_node_alone():
     pair = {"sglang_service_nnodes_group": "pair"}
     groups, hostvars = inventory(gpu1=dict(verdict("pass"), ansible_host="10.0.0.11"),
