@@ -20,9 +20,13 @@ temperature 0. An experiment is compared with the configuration it was added to:
   ``parity_min_prefix`` of the baseline's (a real server is not token-exact across
   restarts, see parity_check); fewer agreeing prompts than the minimum fraction is
   wrong output;
-- wrong output or a regression at any load rejects it; a gain at one load or
-  more, and none lost, keeps it; otherwise the shipped behaviour stays (it is
-  turned off) and the verdict says "no measurable gain".
+- the latency objective: a load may bound the p99 time to first token and the
+  p99 inter-token latency (its ``slo``); a bound the baseline met and the
+  candidate misses breaks the objective (one the baseline misses too is
+  reported, not held against the candidate);
+- wrong output, a regression at any load or a broken objective rejects it; a
+  gain at one load or more, and none lost, keeps it; otherwise the shipped
+  behaviour stays (it is turned off) and the verdict says "no measurable gain".
 
 The search: experiments are decided one after the other, each on top of the
 configuration before it (what was kept, and what had no measurable gain, which
@@ -86,14 +90,15 @@ def settings_of(raw):
     if prefix is None or not 0 < prefix <= 1:
         raise ExperimentError("smoke_test_parity_min_prefix must be a fraction above 0 up to 1 (1 is the whole text, "
                               "token-exact), got %r" % (merged["parity_min_prefix"],))
-    loads = merged.get("loads") or []
+    loads, slo = merged.get("loads") or [], merged.get("slo")
     if isinstance(loads, Mapping):
+        slo = slo if slo is not None else slo_of(loads)
         loads = loads_by_concurrency(loads)
     if isinstance(loads, (str, bytes)) or not all(isinstance(name, str) for name in loads):
         raise ExperimentError("the loads to compare must be a list of load names, lowest first, or the loads "
                               "themselves (smoke_test_loads), got %r" % (loads,))
     return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity,
-            "parity_min_prefix": prefix, "loads": list(loads)}
+            "parity_min_prefix": prefix, "loads": list(loads), "slo": check_slo(slo or {})}
 
 
 def config_key(names):
@@ -135,7 +140,18 @@ def summary(results, where="a measurement"):
 
 
 def compare_load(baseline_results, candidate_results, settings, load=""):
-    """One load: the candidate's median against the baseline's, in a band set by the tolerance and the noise."""
+    """One load: the candidate's median against the baseline's, in a band set by the tolerance and the noise.
+
+    Why this band and not vLLM's conservative score (median - 1.4826 x MAD, the higher by 1 % wins): on the only
+    real A/A data there is, four measurements of one SGLang 0.5.16 configuration at four loads, three runs each
+    (benchmarks/noise_rules.py, docs/evidence/real-sglang-h200.md), the band called 7 of 48 ordered pairs a
+    change, the MAD score 46 (40 with vLLM's relative-MAD <= 0.1 stability check). With three runs the MAD is
+    the smaller of the two outer deviations, so the rule ignores the worst run by construction and reads every
+    difference of the medians as a verdict. The band's 15 % of false verdicts comes from drift between
+    measurements that the spread within one does not show (at c64 one configuration measured 11,069 and then
+    16,092 tok/s); noise_multiple 3 halves it (3 of 48) at the cost of power (a true x1.25 seen in 10 of 48
+    pairs instead of 17). On noise like that host's, more repeats, not another statistic, buy certainty.
+    """
     settings = settings_of(settings)
     base = summary(baseline_results, "the baseline at load %s" % load)
     cand = summary(candidate_results, "the candidate at load %s" % load)
@@ -194,6 +210,78 @@ def parity_check(baseline_outputs, candidate_outputs, min_match=1.0, min_prefix=
     return result
 
 
+# ------------------------------------------------------------------ the latency objective
+
+# What a load's objective may bound: the p99 of time to first token and of inter-token latency, in ms, as
+# serving_benchmark reports them (ttft_ms.p99, itl_ms.p99) and bench_serving names them (p99_ttft_ms, p99_itl_ms).
+SLO_FIELDS = {"ttft_p99_ms": ("ttft_ms", "p99 time to first token"),
+              "itl_p99_ms": ("itl_ms", "p99 inter-token latency")}
+
+
+def slo_of(loads):
+    """load name -> its objective ({ttft_p99_ms, itl_p99_ms}), from the loads of the profile (each load's ``slo``)."""
+    return {name: load["slo"] for name, load in (loads or {}).items()
+            if isinstance(load, Mapping) and load.get("slo") is not None}
+
+
+def check_slo(slo):
+    """The objectives, checked: each a mapping of SLO_FIELDS to a number of milliseconds above 0."""
+    if not isinstance(slo, Mapping):
+        raise ExperimentError("the latency objectives must map each load to {ttft_p99_ms, itl_p99_ms}; got %r" % (slo,))
+    checked = {}
+    for load, objective in slo.items():
+        if not isinstance(objective, Mapping) or not objective:
+            raise ExperimentError("the objective (slo) of load %s must be a mapping with ttft_p99_ms and/or "
+                                  "itl_p99_ms in ms, e.g. {ttft_p99_ms: 2000, itl_p99_ms: 50}; got %r" % (load, objective))
+        unknown = sorted(set(objective) - set(SLO_FIELDS))
+        if unknown:
+            raise ExperimentError("the objective (slo) of load %s has %s, which is not one of %s: write the p99 "
+                                  "bounds in ms under those names" % (load, ", ".join(unknown),
+                                                                        ", ".join(sorted(SLO_FIELDS))))
+        bounds = {}
+        for field, value in objective.items():
+            bound = number(value)
+            if bound is None or bound <= 0:
+                raise ExperimentError("the objective (slo) of load %s has %s = %r: give a number of milliseconds "
+                                      "above 0" % (load, field, value))
+            bounds[field] = bound
+        checked[str(load)] = bounds
+    return checked
+
+
+def latency_p99(results, field):
+    """The median over the repeats of each run's p99 of ``field`` (ttft_ms or itl_ms); None where no run has it."""
+    values = []
+    for result in results or []:
+        figures = result.get(field) if isinstance(result, Mapping) else None
+        value = number(figures.get("p99")) if isinstance(figures, Mapping) else None
+        if value is not None:
+            values.append(value)
+    return median(values) if values else None
+
+
+def objective_misses(measurement, slo, loads):
+    """Each bound of the objectives the measurement misses: [{load, field, value, bound}], lowest load first.
+
+    A bound with no figure to judge it by (no run reported it) is a miss too, with value None: nothing is kept
+    on a latency nobody measured.
+    """
+    misses = []
+    for load in loads:
+        for field, bound in sorted((slo or {}).get(load, {}).items()):
+            value = latency_p99((measurement.get("loads") or {}).get(load), SLO_FIELDS[field][0])
+            if value is None or value > bound:
+                misses.append({"load": load, "field": field, "value": value, "bound": bound})
+    return misses
+
+
+def describe_miss(miss):
+    what = SLO_FIELDS[miss["field"]][1]
+    if miss["value"] is None:
+        return "%s %s not measured (objective %.0f ms)" % (miss["load"], what, miss["bound"])
+    return "%s %s %.1f ms above its objective %.0f ms" % (miss["load"], what, miss["value"], miss["bound"])
+
+
 # ------------------------------------------------------------------ one experiment
 
 def _cause(measurement, loads):
@@ -226,6 +314,13 @@ def experiment_verdict(name, baseline, candidate, settings):
     cause = _cause(candidate, loads)
     regressed = [load for load in loads if by_load[load]["verdict"] == REGRESSION]
     gained = [load for load in loads if by_load[load]["verdict"] == GAIN]
+    # The objective: a configuration faster in tok/s that makes a user wait past the bound is not better. A miss
+    # the baseline has as well is not the candidate's doing (the host cannot meet that bound either way), so only
+    # a bound the baseline met and the candidate misses rejects it; both are reported.
+    base_misses = objective_misses(baseline, settings["slo"], loads)
+    cand_misses = objective_misses(candidate, settings["slo"], loads)
+    missed_before = {(miss["load"], miss["field"]) for miss in base_misses}
+    broken = [miss for miss in cand_misses if (miss["load"], miss["field"]) not in missed_before]
     if not parity["ok"]:
         decision, reason = REJECTED, ("wrong output: %d of %d prompts agree with the baseline on at least their "
                                       "first %.0f %% (%.0f %% of the prompts needed)" % (
@@ -233,6 +328,9 @@ def experiment_verdict(name, baseline, candidate, settings):
                                           parity["min_match"] * 100))
     elif regressed:
         decision, reason = REJECTED, "slower at load %s" % ", ".join(regressed)
+    elif broken:
+        decision, reason = REJECTED, "breaks the latency objective: %s" % "; ".join(
+            describe_miss(miss) for miss in broken)
     elif gained:
         decision, reason = KEPT, "faster at load %s" % ", ".join(gained)
     else:
@@ -242,11 +340,16 @@ def experiment_verdict(name, baseline, candidate, settings):
         by_load[load]["candidate"]["median"], by_load[load]["baseline"]["median"],
         by_load[load]["candidate"]["spread"] * 100, by_load[load]["baseline"]["spread"] * 100) for load in loads)
     message = "%s %s, %s. %s" % (name, decision, reason, figures)
+    shared = [miss for miss in cand_misses if (miss["load"], miss["field"]) in missed_before]
+    if shared:
+        message += ". Missed with and without it: %s" % "; ".join(describe_miss(miss) for miss in shared)
     if cause["verdict"] != UNKNOWN and decision == REJECTED:
         message += ". With it: %s" % cause["explanation"].rstrip(".")
     return {"experiment": name, "decision": decision, "reason": reason, "loads": by_load, "parity": parity,
             "cause": cause["verdict"], "baseline_config": list(baseline.get("config") or []),
-            "candidate_config": list(candidate.get("config") or []), "message": message + "."}
+            "candidate_config": list(candidate.get("config") or []),
+            "objective": {"misses": cand_misses, "baseline_misses": base_misses, "broken": broken},
+            "message": message + "."}
 
 
 # ------------------------------------------------------------------ the plan
@@ -328,8 +431,12 @@ def memory_key(release, tp_size, topology, gpu_model, loads):
         raise ExperimentError("a verdict is kept per release, TP size, topology and GPU model; got %r" % (parts,))
     if not isinstance(loads, Mapping) or not loads:
         raise ExperimentError("a verdict is kept per load; the loads are %r" % (loads,))
-    signature = ",".join("%s=%s" % (name, "/".join(str(loads[name].get(field, "")) for field in
-                                                   ("concurrency", "num_requests", "input_tokens", "output_tokens")))
+    # The objective is part of what a verdict holds for (a bound changes what is kept); a load without one keeps
+    # the key it had before objectives existed.
+    signature = ",".join("%s=%s%s" % (name, "/".join(str(loads[name].get(field, "")) for field in
+                                                     ("concurrency", "num_requests", "input_tokens", "output_tokens")),
+                                       "".join(" %s<=%g" % (field, bound) for field, bound in
+                                               sorted(check_slo(slo_of({name: loads[name]})).get(name, {}).items())))
                          for name in sorted(loads))
     return "sglang %s | TP %s | %s | %s | %s" % (release, tp_size, topology, gpu_model, signature)
 
@@ -464,6 +571,7 @@ def _check_loads(loads):
                                                               "output_tokens")):
             raise ExperimentError("smoke_test_loads: load %s needs concurrency, num_requests, input_tokens and "
                                   "output_tokens, each 1 or more; got %r" % (name, load))
+    check_slo(slo_of(loads))
 
 
 def threshold_load(loads):

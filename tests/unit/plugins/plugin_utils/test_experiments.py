@@ -390,3 +390,84 @@ def test_an_extra_var_that_kept_the_server_as_it_was_is_named_with_the_fix():
 def test_a_gate_that_stayed_off_is_named_too():
     problem = ex.switch_problem(["fusion", "nccl"], ["fusion", "nccl"], [], ["nccl"])
     assert "the configuration with fusion, nccl, but fusion stayed off" in problem
+
+
+# ------------------------------------------------------------------ the latency objective
+
+def timed(tok_s, ttft_p99, itl_p99):
+    return dict(run(tok_s), ttft_ms={"p99": ttft_p99}, itl_ms={"p99": itl_p99})
+
+
+def latency_measurement(config, high_tok_s, high_ttft, high_itl=20.0):
+    return {"config": sorted(config), "parity": ["a", "b"],
+            "loads": {"low": [timed(100, 150, 10), timed(101, 160, 10), timed(99, 155, 10)],
+                      "high": [timed(high_tok_s, ttft, high_itl) for ttft in high_ttft]}}
+
+
+SLO = {"low": {"ttft_p99_ms": 500}, "high": {"ttft_p99_ms": 2000, "itl_p99_ms": 50}}
+
+
+def test_an_experiment_faster_at_a_load_that_breaks_its_ttft_objective_is_rejected():
+    base = latency_measurement([], 1000, (900, 950, 1000))
+    faster = latency_measurement(["big_batches"], 1200, (2300, 2500, 2400))
+    verdict = ex.experiment_verdict("big_batches", base, faster, dict(SETTINGS, slo=SLO))
+    assert verdict["loads"]["high"]["verdict"] == ex.GAIN
+    assert verdict["decision"] == ex.REJECTED
+    assert verdict["reason"] == ("breaks the latency objective: high p99 time to first token 2400.0 ms above its "
+                                 "objective 2000 ms")
+    assert verdict["objective"]["broken"] == [{"load": "high", "field": "ttft_p99_ms", "value": 2400, "bound": 2000}]
+    # Without an objective the same figures keep it: the bound is what rejected it.
+    assert ex.experiment_verdict("big_batches", base, faster, SETTINGS)["decision"] == ex.KEPT
+
+
+def test_a_bound_the_baseline_misses_as_well_does_not_reject_and_is_reported():
+    base = latency_measurement([], 1000, (2600, 2700, 2800))
+    faster = latency_measurement(["big_batches"], 1200, (2300, 2500, 2400))
+    verdict = ex.experiment_verdict("big_batches", base, faster, dict(SETTINGS, slo=SLO))
+    assert verdict["decision"] == ex.KEPT
+    assert "Missed with and without it: high p99 time to first token 2400.0 ms above its objective 2000 ms" in \
+        verdict["message"]
+
+
+def test_the_itl_bound_and_a_bound_nobody_measured_are_misses():
+    base = latency_measurement([], 1000, (900, 900, 900), high_itl=30)
+    slow_tokens = latency_measurement(["x"], 1000, (900, 900, 900), high_itl=60)
+    verdict = ex.experiment_verdict("x", base, slow_tokens, dict(SETTINGS, slo=SLO))
+    assert verdict["reason"] == "breaks the latency objective: high p99 inter-token latency 60.0 ms above its " \
+                                "objective 50 ms"
+    unmeasured = {"config": [], "loads": {"high": [run(1000)]}}
+    assert ex.objective_misses(unmeasured, SLO, ["high"]) == [
+        {"load": "high", "field": "itl_p99_ms", "value": None, "bound": 50},
+        {"load": "high", "field": "ttft_p99_ms", "value": None, "bound": 2000}]
+
+
+def test_the_objective_comes_with_the_loads_of_the_profile():
+    loads = {"high": {"concurrency": 64, "num_requests": 256, "input_tokens": 1024, "output_tokens": 256,
+                      "slo": {"ttft_p99_ms": 3000, "itl_p99_ms": 80}},
+             "low": {"concurrency": 4, "num_requests": 32, "input_tokens": 1024, "output_tokens": 256}}
+    settings = ex.settings_of({"loads": loads})
+    assert settings["loads"] == ["low", "high"]
+    assert settings["slo"] == {"high": {"ttft_p99_ms": 3000, "itl_p99_ms": 80}}
+
+
+@pytest.mark.parametrize("slo, message", [
+    ({"high": {"ttft_ms": 100}}, "the objective \\(slo\\) of load high has ttft_ms, which is not one of itl_p99_ms, "
+                                 "ttft_p99_ms"),
+    ({"high": {"ttft_p99_ms": 0}}, "has ttft_p99_ms = 0: give a number of milliseconds above 0"),
+    ({"high": {"ttft_p99_ms": "fast"}}, "has ttft_p99_ms = 'fast'"),
+    ({"high": {}}, "must be a mapping with ttft_p99_ms and/or itl_p99_ms"),
+    ({"high": 500}, "must be a mapping with ttft_p99_ms and/or itl_p99_ms"),
+])
+def test_a_bad_objective_names_the_load_and_the_fix(slo, message):
+    with pytest.raises(ex.ExperimentError, match=message):
+        ex.settings_of(dict(SETTINGS, slo=slo))
+
+
+def test_a_verdict_is_remembered_per_objective_and_a_load_without_one_keeps_its_old_key():
+    load = {"concurrency": 64, "num_requests": 256, "input_tokens": 1024, "output_tokens": 256}
+    plain = ex.memory_key("0.5.23", 8, "pcie", "RTX PRO 6000", {"high": load})
+    assert plain == "sglang 0.5.23 | TP 8 | pcie | RTX PRO 6000 | high=64/256/1024/256"
+    bounded = ex.memory_key("0.5.23", 8, "pcie", "RTX PRO 6000",
+                            {"high": dict(load, slo={"ttft_p99_ms": 3000, "itl_p99_ms": 80.5})})
+    assert bounded == "sglang 0.5.23 | TP 8 | pcie | RTX PRO 6000 | high=64/256/1024/256 itl_p99_ms<=80.5 " \
+                      "ttft_p99_ms<=3000"
