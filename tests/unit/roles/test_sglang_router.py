@@ -35,7 +35,8 @@ def _templar(inventory=None):
                 "gpu2": dict(_verdict("fail"), ansible_host="10.0.0.12"),
                 "gpu3": dict(_verdict("pass"), ansible_host="10.0.0.13", sglang_service_port=30001),
                 "router1": {"ansible_host": "10.0.0.2"}}
-    variables = {"inventory_hostname": "router1", "hostvars": hostvars,
+    # Ansible defines ansible_check_mode in every play; here a real run's.
+    variables = {"inventory_hostname": "router1", "hostvars": hostvars, "ansible_check_mode": False,
                  "groups": {"all": list(hostvars), "gpu_hosts": ["gpu1", "gpu2", "gpu3"], "router_hosts": ["router1"]}}
     variables.update(loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True))
     variables.update(inventory or {})
@@ -76,6 +77,15 @@ def test_the_unit_runs_the_launcher_with_the_routers_flags_and_restarts_on_failu
 def test_the_workers_are_the_hosts_that_passed_each_at_its_own_port():
     assert _templar().template(trust_as_template("{{ __sglang_router_worker_urls }}")) == [
         "http://10.0.0.11:30000", "http://10.0.0.13:30001"]
+
+
+def test_check_mode_takes_the_hosts_not_measured_and_leaves_out_the_failed_one():
+    unmeasured = {"gpu1": {"ansible_host": "10.0.0.11"}, "gpu2": dict(_verdict("fail"), ansible_host="10.0.0.12"),
+                  "gpu3": {"ansible_host": "10.0.0.13"}, "router1": {"ansible_host": "10.0.0.2"}}
+    templar = _templar({"ansible_check_mode": True})
+    templar.available_variables = dict(templar.available_variables, hostvars=unmeasured)
+    assert templar.template(trust_as_template("{{ __sglang_router_worker_urls }}")) == [
+        "http://10.0.0.11:30000", "http://10.0.0.13:30000"]
 
 
 def test_the_api_key_is_in_the_root_only_environment_file_never_in_the_unit():
