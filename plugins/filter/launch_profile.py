@@ -39,6 +39,10 @@ def _vocab_size(config, where="config.json"):
     return model_config.vocab_size(config, where)
 
 
+def _mtp_problem(config, index, checkpoint):
+    return model_config.mtp_layer_problem(config, index, checkpoint)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -52,4 +56,5 @@ class FilterModule:
             "sglang_service_nodes_batch_problem": nodes.batch_problem,
             "sglang_service_serves_api": nodes.serves_api,
             "sglang_service_vocab_size": _vocab_size,
+            "sglang_service_mtp_problem": _mtp_problem,
         }

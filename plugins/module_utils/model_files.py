@@ -136,7 +136,10 @@ def weights_sglang_loads(names, index_files):
     if pattern != "*.safetensors":
         return [name for name in found if not name.endswith(_NOT_FOR_INFERENCE)]
     if index_files is not None:
-        return [name for name in found if name in index_files]
+        # SGLang adds an mtp.safetensors the index leaves out for GLM-4 MoE checkpoints with an MTP layer
+        # (weight_utils.maybe_add_mtp_safetensors, a packaging bug it works around); counted whatever the model,
+        # since the architecture is not known here and the file is a weight either way.
+        return [name for name in found if name in index_files or name == "mtp.safetensors"]
     if len(found) == 2 and found[0].endswith("consolidated.safetensors") and found[1].endswith("model.safetensors"):
         return [found[1]]
     return found

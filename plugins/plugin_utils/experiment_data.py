@@ -16,7 +16,13 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.data_files import rea
 
 DATA_PATH = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "data", "experiments.yml"))
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-OPTION_KEYS = {"description", "env", "flags", "source"}
+OPTION_KEYS = {"description", "env", "flags", "source", "versions", "refused", "needs", "max_running_requests"}
+# What an option may need of the checkpoint, checked on the host before the restart (model_config.py).
+NEEDS = ("mtp_layer",)
+# --max-running-requests set to the highest concurrency the profile measures: SGLang resets it to 48 when
+# speculative decoding is on and it is unset (../shared/research/launch-knobs-2026-12.md, 0.5.9 server_args.py:2363,
+# 0.5.23 speculative_hook.py:1086-1094), which would cap a load of 64.
+MAX_RUNNING_REQUESTS = ("highest_load",)
 
 
 class ExperimentDataError(Exception):
@@ -49,7 +55,40 @@ def check(data, where=DATA_PATH):
                 raise ExperimentDataError("%s: tuning option %s: flag %s must start with --" % (where, name, flag))
         if not option.get("description") or not option.get("source"):
             raise ExperimentDataError("%s: tuning option %s needs a description and a source" % (where, name))
+        if "versions" in option:
+            _specifier(option["versions"], "%s: tuning option %s" % (where, name))
+            if not option.get("refused"):
+                raise ExperimentDataError("%s: tuning option %s has versions but no 'refused': say why a release "
+                                          "outside them cannot take it" % (where, name))
+        needs = option.get("needs") or []
+        if not isinstance(needs, list) or any(need not in NEEDS for need in needs):
+            raise ExperimentDataError("%s: tuning option %s: needs must be a list of %s" % (where, name,
+                                                                                          ", ".join(NEEDS)))
+        if option.get("max_running_requests") not in (None,) + MAX_RUNNING_REQUESTS:
+            raise ExperimentDataError("%s: tuning option %s: max_running_requests must be %s" % (
+                where, name, " or ".join(MAX_RUNNING_REQUESTS)))
     return data
+
+
+def _specifier(text, where):
+    try:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    except ImportError:  # ansible-core requires packaging; only a stripped-down controller lacks it
+        raise ExperimentDataError("packaging is missing on the controller; install it (pip install packaging)")
+    try:
+        return SpecifierSet(str(text))
+    except InvalidSpecifier as exc:
+        raise ExperimentDataError("%s: versions %r is not a version range (%s)" % (where, text, exc))
+
+
+def release_problem(name, option, release):
+    """Why ``release`` of SGLang cannot take the option ("" where it can, or where the release is not known)."""
+    if not release or "versions" not in option:
+        return ""
+    if _specifier(option["versions"], "tuning option %s" % name).contains(str(release), prereleases=True):
+        return ""
+    return "SGLang %s cannot take the tuning option %s (it runs on %s): %s" % (
+        release, name, option["versions"], option["refused"])
 
 
 def load(path=DATA_PATH):
@@ -57,10 +96,20 @@ def load(path=DATA_PATH):
     return read_checked(path, lambda data: check(data, path), ExperimentDataError, "experiment data")
 
 
-def tuning_settings(names, off=None, data=None):
-    """{env, flags, names} of the tuning options turned on, less those in off (rejected on record).
+def _highest_concurrency(loads):
+    values = [load.get("concurrency") for load in (loads or {}).values() if isinstance(load, dict)]
+    values = [int(value) for value in values if str(value).isdigit()]
+    return max(values) if values else None
 
-    An unknown name is refused, naming the known ones; two options that set the same variable or flag are refused.
+
+def tuning_settings(names, off=None, data=None, release=None, loads=None):
+    """{env, flags, names, needs} of the tuning options turned on, less those in off (rejected on record).
+
+    An unknown name is refused, naming the known ones; two options that set the same variable or flag are refused;
+    an option the installed ``release`` cannot take is refused naming the release and the reason (an unknown
+    release, None, is not judged). An option with ``max_running_requests: highest_load`` sets
+    --max-running-requests to the highest concurrency of ``loads`` (the profile's), unless another option sets it.
+    ``needs`` is what the options need of the checkpoint, for the service to check before the restart.
     """
     data = data or load()
     if names is None:
@@ -72,10 +121,13 @@ def tuning_settings(names, off=None, data=None):
         raise ExperimentDataError("sglang_service_tuning names %s, which data/experiments.yml does not define; "
                                   "known tuning options: %s" % (", ".join(map(str, unknown)),
                                                                 ", ".join(sorted(data["options"]))))
-    env, flags, owner = {}, {}, {}
+    env, flags, owner, needs, capped = {}, {}, {}, set(), []
     names = [name for name in names if name not in set(off or ())]
     for name in sorted(set(names)):
         option = data["options"][name]
+        problem = release_problem(name, option, release)
+        if problem:
+            raise ExperimentDataError("%s. Take it out of sglang_service_tuning for this release." % problem)
         for key, value in list((option.get("env") or {}).items()) + list((option.get("flags") or {}).items()):
             if key in owner:
                 raise ExperimentDataError("the tuning options %s and %s both set %s: turn one of them off"
@@ -83,7 +135,17 @@ def tuning_settings(names, off=None, data=None):
             owner[key] = name
         env.update(option.get("env") or {})
         flags.update(option.get("flags") or {})
-    return {"names": sorted(set(names)), "env": env, "flags": flags}
+        needs.update(option.get("needs") or [])
+        if option.get("max_running_requests") == "highest_load":
+            capped.append(name)
+    if capped and "--max-running-requests" not in flags:
+        highest = _highest_concurrency(loads)
+        if highest is None:
+            raise ExperimentDataError("the tuning option %s sets --max-running-requests to the profile's highest "
+                                      "load, but the profile has no loads with a concurrency: give it loads"
+                                      % capped[0])
+        flags["--max-running-requests"] = highest
+    return {"names": sorted(set(names)), "env": env, "flags": flags, "needs": sorted(needs)}
 
 
 def experiments_among(gates, tuning, data=None):

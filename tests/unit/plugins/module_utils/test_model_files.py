@@ -211,6 +211,8 @@ def test_a_hub_answer_of_another_form_is_refused_too():
     # With an index, only the shards its weight_map names.
     (["m-1.safetensors", "m-2.safetensors", "model.safetensors"], {"m-1.safetensors", "m-2.safetensors"},
      ["m-1.safetensors", "m-2.safetensors"]),
+    # An mtp.safetensors the index leaves out is added (GLM-4 MoE checkpoints; maybe_add_mtp_safetensors).
+    (["m-1.safetensors", "mtp.safetensors"], {"m-1.safetensors"}, ["m-1.safetensors", "mtp.safetensors"]),
     # Without one, Mistral's pair is read as model.safetensors alone; any other set in full.
     (["consolidated.safetensors", "model.safetensors"], None, ["model.safetensors"]),
     (["model.safetensors", "old-00001-of-00002.safetensors"], None,

@@ -22,9 +22,9 @@ def test_the_data_file_is_valid_and_names_only_gates_the_release_data_has():
 def test_tuning_options_become_environment_and_flags():
     settings = data.tuning_settings(["nccl_min_nchannels_8", "cuda_graph_max_bs_128"])
     assert settings == {"names": ["cuda_graph_max_bs_128", "nccl_min_nchannels_8"],
-                        "env": {"NCCL_MIN_NCHANNELS": "8"}, "flags": {"--cuda-graph-max-bs": 128}}
+                        "env": {"NCCL_MIN_NCHANNELS": "8"}, "flags": {"--cuda-graph-max-bs": 128}, "needs": []}
     assert data.tuning_settings(["nccl_min_nchannels_8"], off=["nccl_min_nchannels_8"])["names"] == []
-    assert data.tuning_settings(None) == {"names": [], "env": {}, "flags": {}}
+    assert data.tuning_settings(None) == {"names": [], "env": {}, "flags": {}, "needs": []}
 
 
 def test_an_unknown_option_is_refused_naming_the_known_ones():
@@ -63,3 +63,59 @@ def test_the_experiments_are_tuning_first_then_the_gates_by_risk_and_not_the_pro
         "nccl_min_nchannels_8", "pcie_ipc_allreduce", "flashinfer_allreduce_fusion"]
     assert data.experiments_among(["custom_allreduce_pcie", "a_new_gate"], []) == [
         "a_new_gate", "custom_allreduce_pcie"]
+
+
+LOADS = {"low": {"concurrency": 4, "num_requests": 32, "input_tokens": 1024, "output_tokens": 256},
+         "high": {"concurrency": 64, "num_requests": 256, "input_tokens": 1024, "output_tokens": 256}}
+
+
+def test_mtp_sets_max_running_requests_to_the_highest_load_and_needs_the_mtp_layer():
+    # Unset, SGLang resets --max-running-requests to 48 with speculative decoding on: a load of 64 would be capped.
+    settings = data.tuning_settings(["mtp_nextn_3_4"], release="0.5.23", loads=LOADS)
+    assert settings["flags"] == {"--speculative-algorithm": "NEXTN", "--speculative-num-steps": 3,
+                                 "--speculative-eagle-topk": 1, "--speculative-num-draft-tokens": 4,
+                                 "--max-running-requests": 64}
+    assert settings["needs"] == ["mtp_layer"]
+    # Another option that sets it wins: the cap is explicit either way.
+    both = data.tuning_settings(["mtp_nextn_3_4", "max_running_requests_64"], release="0.5.23",
+                                loads=dict(LOADS, high=dict(LOADS["high"], concurrency=256)))
+    assert both["flags"]["--max-running-requests"] == 64
+
+
+def test_mtp_without_loads_to_size_the_cap_is_refused():
+    with pytest.raises(data.ExperimentDataError, match="mtp_nextn_3_4 sets --max-running-requests to the profile's "
+                                                       "highest load, but the profile has no loads"):
+        data.tuning_settings(["mtp_nextn_3_4"], loads={})
+
+
+@pytest.mark.parametrize("release, refused", [("0.5.15.post1", False), ("0.5.15", False), ("0.5.16", True),
+                                              ("0.5.23", True)])
+def test_the_cutlass_moe_runner_is_refused_from_0_5_16_naming_the_release_and_the_reason(release, refused):
+    if not refused:
+        assert data.tuning_settings(["moe_runner_cutlass"], release=release)["flags"] == {
+            "--moe-runner-backend": "cutlass"}
+        return
+    with pytest.raises(data.ExperimentDataError) as caught:
+        data.tuning_settings(["moe_runner_cutlass"], release=release)
+    assert str(caught.value).startswith(
+        "SGLang %s cannot take the tuning option moe_runner_cutlass (it runs on <0.5.16): from SGLang 0.5.16 the "
+        "cutlass MoE runner raises NotImplementedError for NVFP4" % release)
+    assert str(caught.value).endswith("Take it out of sglang_service_tuning for this release.")
+
+
+def test_an_unknown_release_is_not_judged_and_a_rejected_option_is_not_refused():
+    assert data.tuning_settings(["moe_runner_cutlass"])["names"] == ["moe_runner_cutlass"]
+    assert data.tuning_settings(["moe_runner_cutlass"], off=["moe_runner_cutlass"], release="0.5.23")["names"] == []
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"versions": "around 0.5"}, "versions 'around 0.5' is not a version range"),
+    ({"versions": ">=0.5.9"}, "has versions but no 'refused'"),
+    ({"needs": ["draft_model"]}, "needs must be a list of mtp_layer"),
+    ({"max_running_requests": 48}, "max_running_requests must be highest_load"),
+])
+def test_bad_knob_data_is_refused_naming_the_option(change, message):
+    loaded = copy.deepcopy(data.load())
+    loaded["options"]["cuda_graph_max_bs_128"].update(change)
+    with pytest.raises(data.ExperimentDataError, match="tuning option cuda_graph_max_bs_128.*" + message):
+        data.check(loaded, "experiments.yml")
