@@ -39,9 +39,12 @@ regression), 60 W idle. While that file exists, every GPU's power.draw, in
 (at most the GPU's power limit, as a real GPU is held to it); otherwise it is
 the capture's. utilization.gpu is the file's second number (96 % while it
 generates, 100 % with the fusion gate live: busy SMs at low power, a spin-wait;
-0 % idle) and [N/A] without the file; clocks.sm, clocks.max.sm,
-temperature.gpu and the clock event reasons are not emulated and read [N/A],
-as a driver prints a field it cannot read. serving_benchmark samples power and
+0 % idle) and [N/A] without the file. clocks.max.sm is the capture set's
+max-sm-clock.txt, and clocks.sm the same number, idle or loaded (the H200 read
+its maximum both ways, its limit never reached; a spin-wait keeps the clock
+up); [N/A] both where the set has no such file. temperature.gpu and the clock
+event reasons are not emulated and read [N/A], as a driver prints a field it
+cannot read. serving_benchmark samples power and
 utilisation through this, so its figures and the cause verdict on them move
 with the stand-in server's load and with the patch.
 """
@@ -114,6 +117,14 @@ def emulated_load():
         return None, None
 
 
+def max_sm_clock():
+    """The capture set's maximum SM clock in MHz, as nvidia-smi prints it, or None where the set has none."""
+    try:
+        return "%d" % int(read("max-sm-clock.txt").strip())
+    except (OSError, ValueError):
+        return None
+
+
 def held_to_limit(draw, limit):
     try:
         return min(draw, float(limit))
@@ -124,6 +135,7 @@ def held_to_limit(draw, limit):
 def gpus():
     rows = [dict(zip(COLUMNS, (cell.strip() for cell in row))) for row in csv.reader(read("query-gpu.csv").splitlines()) if row]
     draw, util = emulated_load()
+    max_clock = max_sm_clock()
     for gpu in rows:
         gpu["driver_version"] = driver_version()
         # Not in the captures (they are of idle GPUs): utilisation comes from the SGLang stand-in's file,
@@ -131,6 +143,8 @@ def gpus():
         gpu.update({field: NOT_EMULATED for field in ACTIVITY_COLUMNS})
         if util is not None:
             gpu["utilization.gpu"] = "%.0f" % util
+        if max_clock is not None:
+            gpu["clocks.sm"] = gpu["clocks.max.sm"] = max_clock
         try:
             with open(os.path.join(STATE, "power-limit-%s" % gpu["index"])) as state:
                 gpu["power.limit"] = state.read().strip()

@@ -81,17 +81,29 @@ def test_a_draw_above_the_limit_is_held_to_it(tmp_path):
     assert "600W /  600W" in _nvidia_smi([], tmp_path / "power").stdout
 
 
-def test_utilisation_comes_from_the_power_file_and_the_rest_reads_not_available(tmp_path):
+def test_utilisation_comes_from_the_power_file_the_clock_from_the_capture_and_the_rest_reads_not_available(tmp_path):
     fields = ",".join(gpu_power.ACTIVITY_SAMPLE_FIELDS)
     (tmp_path / "power").write_text("125.00 100\n")
     done = _nvidia_smi(["--query-gpu=" + fields, "--format=csv,noheader,nounits", "-i", "0"], tmp_path / "power")
-    assert done.stdout == "0, 125.00, 600.00, 100, [N/A], [N/A], [N/A], [N/A]\n"
+    assert done.stdout == "0, 125.00, 600.00, 100, 2597, 2597, [N/A], [N/A]\n"
     readings = gpu_power.parse_sample(done.stdout, gpu_power.ACTIVITY_SAMPLE_FIELDS)
-    assert (readings[0].watts, readings[0].util_pct, readings[0].sm_clock_mhz) == (125.0, 100.0, None)
+    assert (readings[0].watts, readings[0].util_pct, readings[0].sm_clock_mhz, readings[0].max_sm_clock_mhz) == (
+        125.0, 100.0, 2597.0, 2597.0)
     # Without the file, as of an idle capture: no utilisation either.
     done = _nvidia_smi(["--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits", "-i", "0"],
                        tmp_path / "absent")
     assert done.stdout == "0, [N/A]\n"
+    # A capture set without max-sm-clock.txt reads the clocks as not available.
+    other = tmp_path / "captures" / "no-clock"
+    other.mkdir(parents=True)
+    (other / "query-gpu.csv").write_text((CAPTURES / FIXTURE / "query-gpu.csv").read_text())
+    (other / "nvidia-smi.txt").write_text((CAPTURES / FIXTURE / "nvidia-smi.txt").read_text())
+    env = dict(os.environ, NVIDIA_SMI_STANDIN_CAPTURES=str(tmp_path / "captures"), NVIDIA_SMI_STANDIN_FIXTURE="no-clock",
+               NVIDIA_SMI_STANDIN_POWER_FILE=str(tmp_path / "power"))
+    done = subprocess.run([sys.executable, str(NVIDIA_SMI), "--query-gpu=index,clocks.sm,clocks.max.sm",
+                           "--format=csv,noheader,nounits", "-i", "0"], env=env, capture_output=True, text=True,
+                          timeout=30, check=True)
+    assert done.stdout == "0, [N/A], [N/A]\n"
     # A file of one number (an older stand-in) is still its power.
     (tmp_path / "power").write_text("480\n")
     assert _draws(_nvidia_smi(QUERY, tmp_path / "power").stdout)[0] == "480.00"
