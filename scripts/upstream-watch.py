@@ -31,7 +31,8 @@ import zipfile
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_check, sglang_releases  # noqa: E402
+from ansible_collections.sm120.sglang.plugins.plugin_utils import sglang_releases  # noqa: E402
+from ansible_collections.sm120.sglang.tooling import gate_check  # noqa: E402
 
 try:
     from packaging.utils import canonicalize_name

@@ -17,13 +17,13 @@ import types
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.server_flag_problems import flag_problems
-from ansible_collections.sm120.sglang.plugins.plugin_utils.server_flags import (
+from ansible_collections.sm120.sglang.plugins.plugin_utils.sglang_releases import load, versions
+from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
+from ansible_collections.sm120.sglang.tooling.server_flag_problems import flag_problems
+from ansible_collections.sm120.sglang.tooling.server_flags import (
     ServerFlagsError,
     read_server_flags,
 )
-from ansible_collections.sm120.sglang.plugins.plugin_utils.sglang_releases import load, versions
-from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
 
 RELEASES = versions(load())
 

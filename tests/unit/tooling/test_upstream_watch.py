@@ -17,7 +17,7 @@ import yaml
 from ansible_collections.sm120.sglang.plugins.plugin_utils import sglang_releases
 from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import CACHE, sglang_wheel
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 _spec = importlib.util.spec_from_file_location("upstream_watch", ROOT / "scripts" / "upstream-watch.py")
 watch = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(watch)

@@ -18,8 +18,9 @@ import hashlib
 import pytest
 
 from ansible_collections.sm120.sglang.plugins.module_utils.source_patch import PatchError, render
-from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_check, gate_effect, sglang_releases
+from ansible_collections.sm120.sglang.plugins.plugin_utils import sglang_releases
 from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import record_sha256, sglang_wheel
+from ansible_collections.sm120.sglang.tooling import gate_check, gate_effect
 
 DATA = sglang_releases.load()
 RELEASES = sglang_releases.versions(DATA)

@@ -17,7 +17,7 @@ import ast
 import hashlib
 import re
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.server_source import (
+from ansible_collections.sm120.sglang.tooling.server_source import (
     _DEEP,
     _literal,
     _qualname,

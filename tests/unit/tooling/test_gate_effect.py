@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.gate_effect import (
+from ansible_collections.sm120.sglang.tooling.gate_effect import (
     EffectError,
     check_effect,
     check_native,

@@ -11,8 +11,8 @@ root, as text) or None. Pure: sources in, findings out.
 from __future__ import annotations
 
 from ansible_collections.sm120.sglang.plugins.module_utils.source_patch import ABSENT, PatchError, render
-from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_effect
 from ansible_collections.sm120.sglang.plugins.plugin_utils.sglang_releases import gate_entry
+from ansible_collections.sm120.sglang.tooling import gate_effect
 
 
 def _gated(entry, read_source):

@@ -7,7 +7,7 @@ roles/sglang_service/vars/profiles.yml, with every gate the release can take tur
 on (their flags), two-node flags, the --config file and the tuning flags the
 experiments use, rendered by the role's own launch_flags (renamed flags written
 that release's way), then checked against the release's parser read from its
-real server_args.py (plugins/plugin_utils/server_flags.py).
+real server_args.py (tooling/server_flags.py).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, gate_plan, launch_profile, sglang_releases
-from ansible_collections.sm120.sglang.plugins.plugin_utils.server_flag_problems import flag_problems
-from ansible_collections.sm120.sglang.plugins.plugin_utils.server_flags import read_server_flags
 from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
+from ansible_collections.sm120.sglang.tooling.server_flag_problems import flag_problems
+from ansible_collections.sm120.sglang.tooling.server_flags import read_server_flags
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PROFILES = yaml.safe_load((ROOT / "roles" / "sglang_service" / "vars" / "profiles.yml").read_text())
