@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, sm120.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Two noise rules on the same real measurements: the project's band and vLLM's median - 1.4826 x MAD.
@@ -68,7 +67,8 @@ def mad_verdict(base, cand, margin=0.01, max_relative_mad=None):
     return "none"
 
 
-RULES = {"band": band_verdict, "band x3": lambda b, c: band_verdict(b, c, multiple=3.0), "mad": mad_verdict, "mad10": lambda b, c: mad_verdict(b, c, max_relative_mad=0.1)}
+RULES = {"band": band_verdict, "band x3": lambda b, c: band_verdict(b, c, multiple=3.0), "mad": mad_verdict,
+         "mad10": lambda b, c: mad_verdict(b, c, max_relative_mad=0.1)}
 
 
 def read_measurements(path=REPORT):
@@ -84,19 +84,19 @@ def read_measurements(path=REPORT):
 
 def main():
     measured = read_measurements()
-    labels = sorted({label for label, _ in measured})
-    loads = sorted({load for _, load in measured}, key=lambda name: int(name.lstrip("c")))
+    labels = sorted({key[0] for key in measured})
+    loads = sorted({key[1] for key in measured}, key=lambda name: int(name.lstrip("c")))
     if len(labels) < 2 or not loads:
         sys.exit("no measurements read from %s" % REPORT)
     pairs = [(a, b, load) for load in loads for a, b in itertools.permutations(labels, 2)]
     print("A/A: %d measurements of one configuration x %d loads, 3 runs each; %d ordered pairs" % (
         len(labels), len(loads), len(pairs)))
     for label in labels:
-        print("  %s: %s" % (label, "; ".join("%s %s" % (load, ", ".join("%.0f" % v for v in measured[(label, load)]))
-                                          for load in loads)))
+        runs = ["%s %s" % (load, ", ".join("%.0f" % v for v in measured[(label, load)])) for load in loads]
+        print("  %s: %s" % (label, "; ".join(runs)))
     print("")
     print("| rule | false verdicts (A/A) | %s |" % " | ".join("seen x%.2f" % effect for effect in EFFECTS))
-    print("|---|---|%s|" % "|".join("---" for _ in EFFECTS))
+    print("|---|---|%s|" % "|".join(["---"] * len(EFFECTS)))
     summary = {}
     for name, rule in RULES.items():
         false = [(a, b, load) for a, b, load in pairs if rule(measured[(a, load)], measured[(b, load)]) != "none"]
@@ -107,9 +107,9 @@ def main():
                        if rule(measured[(a, load)], [value * effect for value in measured[(b, load)]]) == want)
             seen.append(hits)
         summary[name] = (len(false), seen)
-        print("| %s | %d of %d (%.0f %%) | %s |" % (name, len(false), len(pairs), 100.0 * len(false) / len(pairs),
-                                                  " | ".join("%d (%.0f %%)" % (hits, 100.0 * hits / len(pairs))
-                                                             for hits in seen)))
+        cells = " | ".join("%d (%.0f %%)" % (hits, 100.0 * hits / len(pairs)) for hits in seen)
+        share = 100.0 * len(false) / len(pairs)
+        print("| %s | %d of %d (%.0f %%) | %s |" % (name, len(false), len(pairs), share, cells))
     print("")
     band_false, band_seen = summary["band"]
     for other in ("band x3", "mad", "mad10"):

@@ -79,7 +79,7 @@ def tree_size(path):
 
 def pip(*args):
     command = [sys.executable, "-m", "pip", *args]
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise SystemExit("failed: %s\n%s" % (" ".join(command), result.stdout[-3000:] + result.stderr[-3000:]))
     return result
@@ -112,8 +112,8 @@ def download(requirements, cache, python):
 def _fits(filename, python):
     tag = "cp" + python.replace(".", "")
     pytag = filename[:-4].split("-")[-3]
-    return pytag.startswith("py") or pytag == tag or (pytag.startswith("cp") and "abi3" in filename
-                                                     and int(pytag[2:]) <= int(tag[2:]))
+    abi3 = pytag.startswith("cp") and "abi3" in filename and int(pytag[2:]) <= int(tag[2:])
+    return pytag.startswith("py") or pytag == tag or abi3
 
 
 def prune(site):
@@ -129,7 +129,7 @@ def prune(site):
     for pattern in STRIP:
         for path in sorted(site.glob(pattern)):
             before = path.stat().st_size
-            if shutil.which("strip") and subprocess.run(["strip", "--strip-debug", str(path)]).returncode == 0:
+            if shutil.which("strip") and subprocess.run(["strip", "--strip-debug", str(path)], check=False).returncode == 0:
                 removed.append((str(path.relative_to(site)) + " (debug sections)", before - path.stat().st_size,
                                 "debug information, not code"))
     return removed

@@ -49,7 +49,7 @@ def metrics(url):
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
-        name_labels, _, value = line.rpartition(" ")
+        name_labels, _space, value = line.rpartition(" ")
         name = name_labels.split("{", 1)[0]
         try:
             values[name] = values.get(name, 0.0) + float(value)
@@ -90,7 +90,7 @@ def ours(url, model, load, vocab_size, tag):
 
 def bench_serving_args(url, model, tokenizer, load, seed, records):
     """bench_serving's own parser, as its command line would fill it."""
-    import sglang.benchmark.serving as serving
+    from sglang.benchmark import serving
     captured = {}
     original = serving.run_benchmark
     serving.run_benchmark = lambda args: captured.setdefault("args", args)
@@ -138,8 +138,8 @@ def main(argv=None):
     with open(args.out, "a") as out:
         for name, load in loads_of(args.inventory):
             for repeat in range(args.repeats):
-                order = ("serving_benchmark", "bench_serving") if repeat % 2 == 0 else ("bench_serving",
-                                                                                         "serving_benchmark")
+                order = ("serving_benchmark", "bench_serving")
+                order = order if repeat % 2 == 0 else order[::-1]
                 for tool in order:
                     before = metrics(args.url)
                     began = time.time()

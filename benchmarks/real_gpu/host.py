@@ -81,7 +81,8 @@ def run(argv, name, env=None, timeout=1800, check=True):
     """A command with its output in results/NAME.log; its seconds and code in the log line."""
     began = time.monotonic()
     with open(RESULTS / (name + ".log"), "ab") as out:
-        done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, timeout=timeout)
+        done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO, timeout=timeout,
+                              check=False)
     seconds = time.monotonic() - began
     log("  %s: exit %d in %.1f s" % (name, done.returncode, seconds))
     if check and done.returncode != 0:
@@ -151,12 +152,12 @@ def phase_setup():
         [str(PYTHON), "-c", "import importlib.metadata as m, torch, sgl_kernel, sglang, transformers;"
          "print({n: m.version(n) for n in ('sglang', 'sglang-kernel', 'flashinfer-python', 'torch', 'transformers',"
          "'tokenizers', 'ansible-core')}, torch.cuda.get_device_name(0), torch.version.cuda)"],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, check=False)
     (RESULTS / "versions.txt").write_text(versions.stdout + versions.stderr[-3000:])
     if versions.returncode != 0:
         raise RuntimeError("the carried packages do not import: %s" % versions.stderr[-1500:])
     log("  " + versions.stdout.strip())
-    nvidia = subprocess.run(["nvidia-smi"], capture_output=True, text=True)
+    nvidia = subprocess.run(["nvidia-smi"], capture_output=True, text=True, check=False)
     (RESULTS / "nvidia-smi.txt").write_text(nvidia.stdout)
 
 
@@ -165,7 +166,7 @@ def open_python_to_the_service_user():
     readable to another user (a rehearsal's Python lives under /root, mode 700)."""
     module = "sys" if REHEARSE else "torch"
     probe = subprocess.run([str(PYTHON), "-c", "import os; os.setgroups([]); os.setgid(65534); os.setuid(65534); "
-                            "import " + module], capture_output=True, text=True)
+                            "import " + module], capture_output=True, text=True, check=False)
     if probe.returncode == 0:
         return
     executable = Path(sys.executable).resolve()

@@ -30,7 +30,7 @@ def compare_table(rows):
              "ours / bs (server) | output tokens, ours / bs (server) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     loads = sorted({(r["concurrency"], r["load"]) for r in rows})
-    for _, load in loads:
+    for _name, load in loads:
         mine = [r for r in rows if r["load"] == load and r["tool"] == "serving_benchmark"]
         theirs = [r for r in rows if r["load"] == load and r["tool"] == "bench_serving"]
         a = median(r["client"]["output_tok_s"] for r in mine)
@@ -85,9 +85,8 @@ def main(argv):
     if phases.exists():
         out += ["## Phases", "", "| phase | ok | seconds | note |", "| --- | --- | --- | --- |"]
         for name, status in json.loads(phases.read_text()).items():
-            out.append("| %s | %s | %s | %s |" % (name, status.get("ok"), status.get("seconds"),
-                                                 (status.get("error") or status.get("skipped") or "")[:300]
-                                                 .replace("\n", " ").replace("|", "/")))
+            note = (status.get("error") or status.get("skipped") or "")[:300].replace("\n", " ").replace("|", "/")
+            out.append("| %s | %s | %s | %s |" % (name, status.get("ok"), status.get("seconds"), note))
         out.append("")
     versions = results / "versions.txt"
     if versions.exists():

@@ -231,8 +231,8 @@ def mismatch_problem(directory, listing, result, host):
     where = "%s (%s at %s) on %s" % (directory, listing.get("repo", "?"), str(listing.get("commit", "?"))[:12], host)
     lines = []
     if result["mismatched"]:
-        lines.append("%s: %d of %d files differ from the hub's listing:" % (where, len(result["mismatched"]),
-                                                                           len(listing["files"])))
+        lines.append("%s: %d of %d files differ from the hub's listing:"
+                     % (where, len(result["mismatched"]), len(listing["files"])))
         for item in result["mismatched"]:
             lines.append("  %s: %s %s expected, %s on disk" % (item["path"], item["kind"], item["expected"],
                                                                item["actual"]))

@@ -152,7 +152,7 @@ class TokenIdPrompts:
         high = vocab_size - TOKEN_ID_HIGH_MARGIN
         self.low, self.span = TOKEN_ID_LOW, high - TOKEN_ID_LOW
         self.start = rng.randrange(self.span)
-        self.pool = [str(rng.randrange(TOKEN_ID_LOW, high)) for _ in range(max(input_tokens - 1, 0) + _TOKEN_POOL_EXTRA)]
+        self.pool = [str(rng.randrange(TOKEN_ID_LOW, high)) for _index in range(max(input_tokens - 1, 0) + _TOKEN_POOL_EXTRA)]
 
     def ids_text(self, number):
         """The prompt of request ``number`` of the run, as the JSON text of its list of ids."""

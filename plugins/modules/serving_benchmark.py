@@ -15,7 +15,7 @@ description:
   - Every request asks for a streamed answer with usage data (C(stream_options.include_usage)) and sets
     C(ignore_eos), which SGLang honours, so each request generates exactly O(output_tokens) tokens.
   - With O(prompt_format=token_ids) (the default of O(endpoint=completions)) each prompt is exactly O(input_tokens)
-    token ids, random ids below O(vocab_size), as C(sglang.bench_serving)'s C(random-ids) dataset sends them: the
+    token ids, random ids below O(vocab_size), as C(sglang.bench_serving)'s C(random-ids) dataset sends them; the
     server reads the load that was asked for, whatever its tokenizer. With O(prompt_format=text) prompts are words
     of a fixed list, and how many tokens they make depends on the tokenizer (a 256-word prompt was 391 tokens on a
     real server with a byte-level BPE); RV(input_tokens_per_request) says what the server counted.
@@ -64,7 +64,7 @@ options:
     default: 2
   input_tokens:
     description:
-      - Prompt length in tokens: exact with O(prompt_format=token_ids), rough with V(text); see
+      - Prompt length in tokens, exact with O(prompt_format=token_ids), rough with V(text); see
         RV(input_tokens_per_request) for what the server counted.
     type: int
     default: 1024

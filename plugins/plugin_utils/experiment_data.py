@@ -62,8 +62,8 @@ def check(data, where=DATA_PATH):
                                           "outside them cannot take it" % (where, name))
         needs = option.get("needs") or []
         if not isinstance(needs, list) or any(need not in NEEDS for need in needs):
-            raise ExperimentDataError("%s: tuning option %s: needs must be a list of %s" % (where, name,
-                                                                                          ", ".join(NEEDS)))
+            raise ExperimentDataError("%s: tuning option %s: needs must be a list of %s"
+                                      % (where, name, ", ".join(NEEDS)))
         if option.get("max_running_requests") not in (None,) + MAX_RUNNING_REQUESTS:
             raise ExperimentDataError("%s: tuning option %s: max_running_requests must be %s" % (
                 where, name, " or ".join(MAX_RUNNING_REQUESTS)))

@@ -236,8 +236,8 @@ def check_slo(slo):
         unknown = sorted(set(objective) - set(SLO_FIELDS))
         if unknown:
             raise ExperimentError("the objective (slo) of load %s has %s, which is not one of %s: write the p99 "
-                                  "bounds in ms under those names" % (load, ", ".join(unknown),
-                                                                        ", ".join(sorted(SLO_FIELDS))))
+                                  "bounds in ms under those names"
+                                  % (load, ", ".join(unknown), ", ".join(sorted(SLO_FIELDS))))
         bounds = {}
         for field, value in objective.items():
             bound = number(value)
@@ -433,11 +433,14 @@ def memory_key(release, tp_size, topology, gpu_model, loads):
         raise ExperimentError("a verdict is kept per load; the loads are %r" % (loads,))
     # The objective is part of what a verdict holds for (a bound changes what is kept); a load without one keeps
     # the key it had before objectives existed.
-    signature = ",".join("%s=%s%s" % (name, "/".join(str(loads[name].get(field, "")) for field in
-                                                     ("concurrency", "num_requests", "input_tokens", "output_tokens")),
-                                       "".join(" %s<=%g" % (field, bound) for field, bound in
-                                               sorted(check_slo(slo_of({name: loads[name]})).get(name, {}).items())))
-                         for name in sorted(loads))
+
+    def one(name):
+        figures = "/".join(str(loads[name].get(field, "")) for field in
+                           ("concurrency", "num_requests", "input_tokens", "output_tokens"))
+        bounds = sorted(check_slo(slo_of({name: loads[name]})).get(name, {}).items())
+        return "%s=%s%s" % (name, figures, "".join(" %s<=%g" % (field, bound) for field, bound in bounds))
+
+    signature = ",".join(one(name) for name in sorted(loads))
     return "sglang %s | TP %s | %s | %s | %s" % (release, tp_size, topology, gpu_model, signature)
 
 

@@ -248,8 +248,9 @@ class Metrics:
                 lines += ["# TYPE %s counter" % name[:-len("_total")], "%s{%s} %s" % (name, self.labels, float(value))]
             for name, (total, count, buckets) in self.histograms.items():
                 lines.append("# TYPE %s histogram" % name)
-                lines += ['%s_bucket{%s,le="%s"} %s' % (name, self.labels, "+Inf" if bound == float("inf") else bound,
-                                                         float(hits)) for bound, hits in zip(self.BUCKETS, buckets)]
+                for bound, hits in zip(self.BUCKETS, buckets):
+                    edge = "+Inf" if bound == float("inf") else bound
+                    lines.append('%s_bucket{%s,le="%s"} %s' % (name, self.labels, edge, float(hits)))
                 lines += ["%s_count{%s} %s" % (name, self.labels, float(count)),
                           "%s_sum{%s} %s" % (name, self.labels, total)]
             lines += ["# TYPE sglang:num_running_reqs gauge",

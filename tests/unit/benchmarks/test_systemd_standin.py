@@ -77,7 +77,7 @@ def unit(tmp_path):
 
     def systemctl(*args, program="systemctl"):
         return subprocess.run([sys.executable, str(SCRIPT), program, *args], env=env, capture_output=True, text=True,
-                              timeout=60)
+                              timeout=60, check=False)
 
     yield systemctl, port
     systemctl("stop", "demo.service")
@@ -96,7 +96,7 @@ def test_start_holds_activating_until_the_readiness_check_passes_then_stop_ends_
     assert "LoadState=loaded" in systemctl("show", "demo.service").stdout
     assert systemctl("--no-block", "start", "demo.service").returncode == 0
     assert systemctl("is-active", "demo.service").stdout.strip() == "activating"
-    for _ in range(100):
+    for _attempt in range(100):
         if systemctl("is-active", "demo.service").stdout.strip() == "active":
             break
         time.sleep(0.1)

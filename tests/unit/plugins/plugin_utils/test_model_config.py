@@ -77,8 +77,8 @@ def test_a_layer_78_without_the_heads_own_weights_is_not_an_mtp_layer():
 
 
 @pytest.mark.parametrize("config, index, words", [
-    (dict(GLM5, num_nextn_predict_layers=0), index_with(*MTP_LAYER), "has num_nextn_predict_layers 0 in its "
-                                                                       "config.json; SGLang's MTP needs exactly 1"),
+    (dict(GLM5, num_nextn_predict_layers=0), index_with(*MTP_LAYER),
+     "has num_nextn_predict_layers 0 in its config.json; SGLang's MTP needs exactly 1"),
     ({"num_hidden_layers": 78}, index_with(*MTP_LAYER), "num_nextn_predict_layers None"),
     (GLM5, None, "has no model.safetensors.index.json with a weight_map"),
     (GLM5, {"metadata": {}}, "has no model.safetensors.index.json with a weight_map"),
