@@ -247,7 +247,7 @@ def _entry_summary(data, version, entry):
 
 
 def release_table(data):
-    """The README's two release tables, as Markdown lines, from the data alone: install sets, then gates."""
+    """The two release tables of docs/releases.md, as Markdown lines, from the data alone: install sets, then gates."""
     default = default_version(data)
     lines = ["| release | built | GLM-5 | pins (Requires-Dist) | torch CUDA | driver | Python |",
              "| --- | --- | --- | --- | --- | --- | --- |"]

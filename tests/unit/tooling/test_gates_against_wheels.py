@@ -8,7 +8,7 @@ changes nothing and reverting gives back the shipped bytes. Then every decision 
 entry names is evaluated on the shipped and on the gated file (gate_effect.py): on
 SM120 it must flip to what the gate is for, on SM90 and SM100 it must stay as shipped.
 An upstream entry's decision must already hold on the shipped code. The release x
-gate table is printed (pytest -s) as the README carries it.
+gate table is printed (pytest -s) as docs/releases.md carries it.
 """
 
 from __future__ import annotations

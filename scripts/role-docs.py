@@ -1,0 +1,230 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each role's variables as a Markdown page, from its meta/argument_specs.yml.
+
+    python scripts/role-docs.py --write  # write docs/roles/<role>.md for every role
+    python scripts/role-docs.py --check  # exit 1 naming the pages that differ from the specs
+
+A page holds, per entry point (main first, then the others as the spec lists them), its
+description and a table of its variables: name, type, default, description, with the
+choices and whether it is required. The spec is the source; the page is never edited by
+hand. tests/unit/test_role_docs.py runs the check, so CI fails when a page drifts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+ROLES = os.path.join(ROOT, "roles")
+PAGES = os.path.join(ROOT, "docs", "roles")
+SPEC = os.path.join("meta", "argument_specs.yml")
+
+# Ansible's semantic markup (C(), O(), V(), M(), ...), as ansible-doc reads it in descriptions.
+_MARKUP = re.compile(r"\b(RV|[BCEILMOPUV])\(")
+
+
+def code(text):
+    """text as one Markdown code span."""
+    text = str(text)
+    if "`" in text:
+        return "`` %s ``" % text
+    return "`%s`" % text
+
+
+def _render_markup(kind, inner):
+    if kind == "I":
+        return "*%s*" % inner
+    if kind == "B":
+        return "**%s**" % inner
+    if kind == "U":
+        return "<%s>" % inner
+    if kind == "L":
+        text, _comma, url = inner.rpartition(",")
+        return "[%s](%s)" % (text.strip(), url.strip())
+    if kind == "P":
+        return code(inner.split("#", 1)[0])
+    return code(inner)
+
+
+def markup(text):
+    """Ansible's markup as Markdown: C(x), O(x), V(x), E(x), RV(x), M(x) as code, I() italic, B() bold, U() and L()
+    links. The argument ends at its balanced closing parenthesis, so C(lookup('x')) stays whole."""
+    out, pos = [], 0
+    while True:
+        found = _MARKUP.search(text, pos)
+        if not found:
+            out.append(text[pos:])
+            return "".join(out)
+        depth, end = 1, found.end()
+        while end < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        if depth:  # no closing parenthesis: left as written
+            out.append(text[pos:found.end()])
+            pos = found.end()
+            continue
+        out.append(text[pos:found.start()])
+        out.append(_render_markup(found.group(1), text[found.end():end - 1]))
+        pos = end
+
+
+def cell(text):
+    """One table cell: on one line, its pipes escaped (GitHub's tables split on them, in code spans too)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def paragraph(description):
+    """A spec's description (a string or a list of paragraphs) as one paragraph of Markdown."""
+    if description is None:
+        return ""
+    parts = description if isinstance(description, list) else [description]
+    return " ".join(" ".join(markup(str(part)).split()) for part in parts)
+
+
+def type_of(option):
+    kind = option.get("type", "str")
+    if kind == "list" and option.get("elements"):
+        return "list of %s" % option["elements"]
+    return kind
+
+
+def default_of(option):
+    if "default" not in option:
+        return ""
+    value = option["default"]
+    if value is None:
+        return code("null")
+    if isinstance(value, bool):
+        return code("true" if value else "false")
+    if isinstance(value, (list, dict)):
+        return code(json.dumps(value))
+    if isinstance(value, str):
+        return code(" ".join(value.split())) if value.strip() else code('""')
+    return code(value)
+
+
+def row(name, option):
+    description = paragraph(option.get("description"))
+    if option.get("required"):
+        description = "**Required.** " + description
+    if "choices" in option:
+        description += " Choices: %s." % ", ".join(code(choice) if choice != "" else code('""')
+                                                   for choice in option["choices"])
+    if option.get("no_log"):
+        description += " Not logged (`no_log`)."
+    return "| %s | %s | %s | %s |" % (code(name), cell(type_of(option)), cell(default_of(option)),
+                                      cell(description.strip()))
+
+
+def entry_points(specs):
+    """(name, spec) of every entry point, main first, then the others as the spec lists them."""
+    points = list((specs or {}).get("argument_specs") or {})
+    if "main" in points:
+        points.remove("main")
+        points.insert(0, "main")
+    return [(point, specs["argument_specs"][point] or {}) for point in points]
+
+
+def render(role, specs):
+    """The page of one role, from its parsed argument_specs.yml."""
+    lines = [
+        "# Role `sm120.sglang.%s`" % role,
+        "",
+        "Generated by [`scripts/role-docs.py`](../../scripts/role-docs.py) from "
+        "[`roles/%s/meta/argument_specs.yml`](../../roles/%s/meta/argument_specs.yml); "
+        "edit the spec, then run `python scripts/role-docs.py --write`." % (role, role),
+    ]
+    for point, spec in entry_points(specs):
+        heading = "## Entry point `%s`" % point
+        if point != "main":
+            heading += " (`tasks_from: %s`)" % point
+        lines += ["", heading, ""]
+        parts = (paragraph(spec.get("short_description")), paragraph(spec.get("description")))
+        text = " ".join(part for part in parts if part)
+        if text:
+            lines += [text, ""]
+        options = spec.get("options") or {}
+        if not options:
+            lines.append("No variables.")
+            continue
+        lines += ["| variable | type | default | description |", "| --- | --- | --- | --- |"]
+        lines += [row(name, option or {}) for name, option in options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def pages(roles=None):
+    """{role: page} for every role with an argument spec."""
+    roles = roles or ROLES
+    found = {}
+    for role in sorted(os.listdir(roles)):
+        path = os.path.join(roles, role, SPEC)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as handle:
+                found[role] = render(role, yaml.safe_load(handle))
+    return found
+
+
+def stale(roles=None, docs=None):
+    """The pages that differ from their specs, are missing, or have no role any more, each with why."""
+    roles, docs = roles or ROLES, docs or PAGES
+    wanted = pages(roles)
+    problems = []
+    for role, page in wanted.items():
+        path = os.path.join(docs, role + ".md")
+        if not os.path.isfile(path):
+            problems.append("%s is missing" % os.path.relpath(path, ROOT))
+            continue
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() != page:
+                problems.append("%s differs from %s" % (os.path.relpath(path, ROOT),
+                                                        os.path.relpath(os.path.join(roles, role, SPEC), ROOT)))
+    if os.path.isdir(docs):
+        for name in sorted(os.listdir(docs)):
+            if name.endswith(".md") and name[:-3] not in wanted:
+                problems.append("%s has no role with an argument spec; remove it"
+                                % os.path.relpath(os.path.join(docs, name), ROOT))
+    return problems
+
+
+def write(roles=None, docs=None):
+    """Write every role's page; return the paths written."""
+    roles, docs = roles or ROLES, docs or PAGES
+    os.makedirs(docs, exist_ok=True)
+    written = []
+    for role, page in pages(roles).items():
+        path = os.path.join(docs, role + ".md")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(page)
+        written.append(path)
+    return written
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--write", action="store_true", help="write docs/roles/<role>.md")
+    action.add_argument("--check", action="store_true", help="exit 1 when a page differs from its spec")
+    args = parser.parse_args(argv)
+    if args.write:
+        for path in write():
+            print("role-docs: wrote %s" % os.path.relpath(path, ROOT))
+        return 0
+    problems = stale()
+    for problem in problems:
+        print("role-docs: %s" % problem)
+    if problems:
+        print("role-docs: run python scripts/role-docs.py --write")
+        return 1
+    print("role-docs: docs/roles is current (%d roles)" % len(pages()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
