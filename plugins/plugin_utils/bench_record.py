@@ -109,7 +109,25 @@ def bench_serving_record(measurement, run):
         "load": measurement.get("load"),
         "repeats_output_throughput": list(measurement.get("runs") or []),
     })
+    record.update(_objective(config, measurement.get("load"), record))
     return record
+
+
+# The load's latency objective against this record's p99 figures (bench_serving's names).
+_SLO_FIELDS = {"ttft_p99_ms": "p99_ttft_ms", "itl_p99_ms": "p99_itl_ms"}
+
+
+def _objective(config, name, record):
+    """{slo, slo_met}: the load's bounds as the profile gives them and whether this run met every one (None where
+    the load has none, or a figure is missing)."""
+    load = (config.get("loads") or {}).get(name) if isinstance(config.get("loads"), Mapping) else None
+    slo = load.get("slo") if isinstance(load, Mapping) and isinstance(load.get("slo"), Mapping) else None
+    if not slo:
+        return {"slo": None, "slo_met": None}
+    figures = [(number(record.get(_SLO_FIELDS.get(field, ""))), number(bound)) for field, bound in slo.items()]
+    met = None if any(value is None or bound is None for value, bound in figures) else \
+        all(value <= bound for value, bound in figures)
+    return {"slo": dict(slo), "slo_met": met}
 
 
 def _input_throughput(result):

@@ -232,12 +232,31 @@ def _runs_text(measurement):
     return "%s (%s %%)" % (", ".join(runs), format_number(spread * 100 if spread is not None else None, 1))
 
 
+_SLO_NAMES = {"ttft_p99_ms": "TTFT p99", "itl_p99_ms": "ITL p99"}
+
+
+def _objective_text(verdict, load):
+    """The latency objective's bounds the candidate missed at a load, "" where none (or none was set)."""
+    objective = verdict.get("objective") if isinstance(verdict.get("objective"), Mapping) else {}
+    misses = [miss for miss in objective.get("misses") or [] if isinstance(miss, Mapping) and miss.get("load") == load]
+    texts = []
+    for miss in misses:
+        name, bound = _SLO_NAMES.get(miss.get("field"), _inline(miss.get("field"))), number(miss.get("bound"))
+        if number(miss.get("value")) is None:
+            texts.append("%s not measured (objective %s ms)" % (name, format_number(bound, 0)))
+        else:
+            texts.append("%s %s ms > %s ms" % (name, format_number(number(miss.get("value")), 1),
+                                              format_number(bound, 0)))
+    return "".join(", objective missed: %s" % text for text in texts)
+
+
 def _load_text(verdict):
     loads = verdict.get("loads") if isinstance(verdict.get("loads"), Mapping) else {}
-    return "; ".join("%s %s %s %% (±%s)" % (
+    return "; ".join("%s %s %s %% (±%s)%s" % (
         _inline(load), _inline(figures.get("verdict") or NA),
         "%+.1f" % (number(figures.get("change")) * 100) if number(figures.get("change")) is not None else NA,
-        format_number(number(figures.get("band")) * 100 if number(figures.get("band")) is not None else None, 1))
+        format_number(number(figures.get("band")) * 100 if number(figures.get("band")) is not None else None, 1),
+        _objective_text(verdict, load))
         for load, figures in sorted(loads.items()) if isinstance(figures, Mapping)) or NA
 
 

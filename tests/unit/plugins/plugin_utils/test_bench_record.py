@@ -106,12 +106,25 @@ def test_a_run_or_measurement_of_the_wrong_shape_is_named():
         jsonl(dict(RUN, measurements=[{"label": "x"}]))
 
 
+def test_the_record_says_whether_the_load_met_its_latency_objective():
+    # The record's p99 TTFT is 2900 ms and p99 ITL 24.1 ms.
+    def with_slo(slo):
+        loads = dict(RUN["config"]["loads"], high=dict(RUN["config"]["loads"]["high"], slo=slo))
+        return bench_serving_record(RUN["measurements"][1], dict(RUN, config=dict(RUN["config"], loads=loads)))
+    met = with_slo({"ttft_p99_ms": 3000, "itl_p99_ms": 50})
+    assert (met["slo"], met["slo_met"]) == ({"ttft_p99_ms": 3000, "itl_p99_ms": 50}, True)
+    assert with_slo({"ttft_p99_ms": 2000})["slo_met"] is False
+    assert with_slo({"itl_p99_ms": 24})["slo_met"] is False
+    plain = bench_serving_record(RUN["measurements"][1], RUN)
+    assert (plain["slo"], plain["slo_met"]) == (None, None)
+
+
 def test_every_bench_serving_key_written_is_one_bench_serving_writes():
     # The result dict of benchmark() in the real 0.5.23 wheel, where bench_serving moved to sglang.benchmark.
     source = sglang_wheel("0.5.23").read("sglang/benchmark/serving.py").decode()
     ours = {"avg_power_w", "power_limit_w", "joules_per_output_token", "power_source", "cause", "failed", "host",
             "run_id", "sglang_version", "profile", "model", "patches_live", "tuning_live", "load",
-            "repeats_output_throughput"}
+            "repeats_output_throughput", "slo", "slo_met"}
     for key in bench_serving_record(RUN["measurements"][0], RUN):
         if key not in ours:
             assert '"%s":' % key in source, key

@@ -353,6 +353,18 @@ def test_the_report_has_a_row_per_experiment_with_each_load_parity_and_cause():
     assert "## Experiments" not in smoke_report_markdown(RUN)
 
 
+def test_a_missed_latency_objective_is_shown_at_its_load():
+    faster = {"experiment": "big_batches", "decision": "rejected", "reason": "breaks the latency objective",
+              "cause": "unknown", "remembered": False, "parity": {"matched": 4, "total": 4},
+              "loads": {"high": {"verdict": "gain", "change": 0.2, "band": 0.05},
+                        "low": {"verdict": "no measurable change", "change": 0.0, "band": 0.05}},
+              "objective": {"misses": [{"load": "high", "field": "ttft_p99_ms", "value": 2400.0, "bound": 2000.0},
+                                       {"load": "high", "field": "itl_p99_ms", "value": None, "bound": 50.0}]}}
+    row, = _rows(smoke_report_markdown(dict(RUN, verdicts=[faster])), "`big_batches`")
+    assert row[3] == ("high gain +20.0 % (±5.0), objective missed: TTFT p99 2,400.0 ms > 2,000 ms, objective missed: "
+                      "ITL p99 not measured (objective 50 ms); low no measurable change +0.0 % (±5.0)")
+
+
 def test_the_fleet_summary_has_every_verdict_of_every_host():
     other = dict(RUN, host="gpu-node-2", verdicts=VERDICTS[1:])
     text = smoke_fleet_markdown([dict(RUN, verdicts=VERDICTS), other])
