@@ -63,7 +63,8 @@ def test_wrong_output_is_rejected_despite_its_speed_and_a_load_dependent_verdict
     run = runs_of(name)[0]
     found = verdicts(run)
     wrong, capped = found["cuda_graph_max_bs_128"], found["max_running_requests_64"]
-    assert wrong["decision"] == "rejected" and wrong["reason"].startswith("wrong output: 0 of 4 prompts match")
+    assert wrong["decision"] == "rejected" and wrong["reason"].startswith(
+        "wrong output: 0 of 4 prompts agree with the baseline on at least their first 25 %")
     assert all(load["verdict"] == "gain" for load in wrong["loads"].values()), wrong["message"]
     assert capped["decision"] == "rejected" and capped["reason"] == "slower at load high", capped["message"]
     assert capped["loads"]["low"]["verdict"] == "gain" and capped["loads"]["high"]["verdict"] == "regression"
