@@ -245,8 +245,8 @@ def _objective_text(verdict, load):
         if number(miss.get("value")) is None:
             texts.append("%s not measured (objective %s ms)" % (name, format_number(bound, 0)))
         else:
-            texts.append("%s %s ms > %s ms" % (name, format_number(number(miss.get("value")), 1),
-                                              format_number(bound, 0)))
+            value = format_number(number(miss.get("value")), 1)
+            texts.append("%s %s ms > %s ms" % (name, value, format_number(bound, 0)))
     return "".join(", objective missed: %s" % text for text in texts)
 
 
