@@ -5,13 +5,18 @@
 At each load of the harness profile (inventory/group_vars/gpu_hosts.yml), ``--repeats`` rounds, the two tools
 taking turns at going first: the collection's client (plugins/module_utils/serving_benchmark.run_benchmark, as
 the module runs it, prompts of token ids, power sampled) and SGLang's own ``sglang.bench_serving`` (its
-``run_benchmark`` in this process, ``--backend sglang-oai --dataset-name random-ids``, the same requests, warm-up,
-lengths and concurrency). Around every run the server's Prometheus counters are read (``--enable-metrics``):
+``run_benchmark`` in this process, ``--backend sglang --dataset-name random-ids --tokenize-prompt``: the same
+requests, warm-up, lengths and concurrency, its prompts sent as token ids too). The first harness run used
+``--backend sglang-oai``, which decodes random-ids' ids to text that the server tokenises again into 10 to 15 %
+more tokens than it reports; ``--tokenize-prompt`` (native /generate only) sends the ids themselves. Around every run the server's Prometheus counters are read (``--enable-metrics``):
 prompt and generation tokens and requests it counted, and its own time-to-first-token histogram. One JSON line
 a run; then the medians and their ratio per load.
 
     python3 compare_clients.py --url http://127.0.0.1:30000 --model NAME --tokenizer DIR --inventory DIR \
-        --repeats 3 --out compare.jsonl
+        --repeats 3 --requests c16=256,c64=512 --out compare.jsonl
+
+``--requests`` lengthens a load's runs (requests a run, by load name): the profile's loads last 2 to 13 s on the
+H200, so short that a run's first and last waves weigh on its rate.
 """
 
 from __future__ import annotations
@@ -95,8 +100,9 @@ def bench_serving_args(url, model, tokenizer, load, seed, records):
     original = serving.run_benchmark
     serving.run_benchmark = lambda args: captured.setdefault("args", args)
     argv = sys.argv
-    sys.argv = ["bench_serving", "--backend", "sglang-oai", "--base-url", url, "--model", model,
-                "--tokenizer", str(tokenizer), "--dataset-name", "random-ids", "--random-range-ratio", "1.0",
+    sys.argv = ["bench_serving", "--backend", "sglang", "--base-url", url, "--model", model,
+                "--tokenizer", str(tokenizer), "--dataset-name", "random-ids", "--tokenize-prompt",
+                "--random-range-ratio", "1.0",
                 "--random-input-len", str(load["input_tokens"]), "--random-output-len", str(load["output_tokens"]),
                 "--num-prompts", str(load["num_requests"]), "--max-concurrency", str(load["concurrency"]),
                 "--request-rate", "inf", "--warmup-requests", str(WARMUP), "--seed", str(seed),
@@ -131,12 +137,16 @@ def main(argv=None):
     parser.add_argument("--tokenizer", required=True, type=Path)
     parser.add_argument("--inventory", required=True, type=Path)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--requests", default="", help="requests a run by load name, e.g. c16=256,c64=512")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     vocab_size = json.loads((args.tokenizer / "config.json").read_text())["vocab_size"]
+    longer = {name: int(count) for name, count in (item.split("=") for item in args.requests.split(",") if item)}
+    loads = [(name, dict(load, num_requests=longer.get(name, load["num_requests"])))
+             for name, load in loads_of(args.inventory)]
     rows = []
     with open(args.out, "a") as out:
-        for name, load in loads_of(args.inventory):
+        for name, load in loads:
             for repeat in range(args.repeats):
                 order = ("serving_benchmark", "bench_serving")
                 order = order if repeat % 2 == 0 else order[::-1]
@@ -169,7 +179,7 @@ def main(argv=None):
         except OSError as exc:
             args.out.with_name(name).write_text("%s: %s\n" % (path, exc))
     print("\nload   serving_benchmark  bench_serving   ratio   TTFT p99 ours / bs (ms)")
-    for name, load in loads_of(args.inventory):
+    for name, _load in loads:
         mine = [r["client"] for r in rows if r["load"] == name and r["tool"] == "serving_benchmark"]
         theirs = [r["client"] for r in rows if r["load"] == name and r["tool"] == "bench_serving"]
         if not mine or not theirs:
