@@ -60,6 +60,7 @@ class FilterModule:
             "experiment_rejections": _wrap(ex.rejections),
             "experiment_result": _wrap(experiment_result),
             "experiment_final_rows": _wrap(ex.final_rows),
+            "experiment_warmup_requests": _wrap(ex.warmup_requests),
             "experiments_among": _wrap(experiment_data.experiments_among),
             "tuning_settings": _wrap(experiment_data.tuning_settings),
         }

@@ -577,6 +577,21 @@ def _check_loads(loads):
     check_slo(slo_of(loads))
 
 
+def warmup_requests(load, position, num_warmup, runs_after_start):
+    """Warm-up requests (unmeasured) before one run of a configuration's measurement: ``num_warmup`` before every
+    run, and before its first (``position`` 0, the server just started on it) ``runs_after_start`` whole runs of
+    that load more. On a real SGLang 0.5.16 the first run after each of 4 starts was the slowest of its load's
+    three by 17 to 20 %, and that spread doubled the load's noise band (docs/evidence/real-sglang-h200.md)."""
+    values = {"smoke_test_num_warmup": num_warmup, "smoke_test_warmup_runs": runs_after_start}
+    for name, value in values.items():
+        if number(value) is None or number(value) < 0 or number(value) != int(number(value)):
+            raise ExperimentError("%s must be a whole number of 0 or more, got %r" % (name, value))
+    if not isinstance(load, Mapping) or number(load.get("num_requests")) is None:
+        raise ExperimentError("a load needs num_requests to size its warm-up; got %r" % (load,))
+    extra = int(number(runs_after_start)) * int(number(load["num_requests"])) if int(number(position)) == 0 else 0
+    return int(number(num_warmup)) + extra
+
+
 def threshold_load(loads):
     """The load the thresholds hold for: the one of highest concurrency (the article's figures were at 64)."""
     _check_loads(loads)

@@ -24,7 +24,10 @@ the collection relies on the way SGLang 0.5.9 does:
 - ``/v1/completions`` and ``/v1/chat/completions``, streaming (SSE, with a usage
   chunk when ``stream_options.include_usage``) and not, generating
   ``max_tokens`` tokens at SGLANG_STANDIN_TOKENS_PER_SECOND per request, and
-  stopping earlier at an end-of-sequence unless ``ignore_eos``;
+  stopping earlier at an end-of-sequence unless ``ignore_eos``; the first
+  SGLANG_STANDIN_COLD_REQUESTS requests after a start (default 0) at
+  SGLANG_STANDIN_COLD_FACTOR of that rate (default 0.82), as the real server's
+  first run after a start was 17 to 20 % slow;
 - with ``--api-key``, or an ``api-key`` in the ``--config`` file (server
   arguments as YAML; this stand-in reads the JSON form the service role writes),
   everything but ``/health*`` and ``/metrics`` wants ``Authorization: Bearer <key>``
@@ -119,6 +122,7 @@ from sglang_standin_gpu import (
     load_watts,
     sglang_package_dir,
     sglang_release,
+    cold_factor,
     tokens_per_second,
     wrong_output,
 )
@@ -181,12 +185,24 @@ class Standin:
         self.start_seed = int(seed) if seed not in (None, "") else random.randrange(2)
         self.stable_share = float(os.environ.get("SGLANG_STANDIN_STABLE_SHARE", "0.6"))
         self.metrics = Metrics(self.model) if getattr(args, "enable_metrics", False) else None
+        # A cold start: the first requests after a start run slower (off unless asked for; see cold_factor).
+        self.cold_requests = int(os.environ.get("SGLANG_STANDIN_COLD_REQUESTS", "0") or 0)
+        self.cold_factor = float(os.environ.get("SGLANG_STANDIN_COLD_FACTOR", "0.82") or 0.82)
+        self.requests_started = 0
+        self.count_lock = threading.Lock()
 
     def serving(self):
         return self.ready.is_set() and (self.nodes_joined is None or self.nodes_joined.is_set())
 
     def tokens_per_second(self, in_flight=1):
         return tokens_per_second(self.live, self.chosen, in_flight, self.noise, self.rng)
+
+    def request_rate(self, in_flight=1):
+        """The rate of a request starting now, counted among those since the start (the cold ones are slower)."""
+        with self.count_lock:
+            before = self.requests_started
+            self.requests_started += 1
+        return self.tokens_per_second(in_flight) * cold_factor(before, self.cold_requests, self.cold_factor)
 
     def words(self, body, count):
         """The text of a completion: count words picked by the prompt, or garbled ones."""
@@ -381,7 +397,7 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------ generation
     def _generate(self, body, count):
         """Yield count tokens, paced at tokens_per_second() for the requests in flight as this one starts."""
-        interval = 1.0 / self.standin.tokens_per_second(self.standin.power.in_flight)
+        interval = 1.0 / self.standin.request_rate(self.standin.power.in_flight)
         started = time.monotonic()
         for index, word in enumerate(self.standin.words(body, count)):
             delay = started + (index + 1) * interval - time.monotonic()

@@ -169,6 +169,14 @@ def tokens_per_second(live=(), chosen=None, in_flight=1, noise=0.0, rng=None):
     return rate
 
 
+def cold_factor(started_before, cold_requests, factor):
+    """The rate factor of a request that ``started_before`` others preceded since the server started: ``factor``
+    for the first ``cold_requests`` (SGLANG_STANDIN_COLD_REQUESTS, SGLANG_STANDIN_COLD_FACTOR), 1 after. A real
+    SGLang 0.5.16 on an H200 served its first run after each of 4 starts 17 to 20 % slower than the next two
+    (docs/evidence/real-sglang-h200.md): 0.82 of the rate for the 12 requests (8 measured, 4 warm-up) of that run."""
+    return float(factor) if started_before < int(cold_requests) else 1.0
+
+
 def wrong_output(live=(), chosen=None):
     """Whether a live experiment garbles the output (as FP8 KV cache does on SM120): a wrong-output mode."""
     return any((chosen or DEFAULT_EFFECTS).get(name, {}).get("wrong_output") for name in live)

@@ -465,3 +465,20 @@ def test_an_unwritable_power_file_is_reported_once_and_serving_goes_on(tmp_path)
         assert _request(port, "POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})[0] == 200
     log = _stop(proc)
     assert log.count("cannot write the power draw to %s" % (tmp_path / "absent-dir" / "standin-power-draw")) == 1
+
+
+def test_a_cold_start_slows_the_first_requests_as_measured_on_the_real_server(tmp_path, monkeypatch):
+    gpu = _load_standin_gpu()
+    assert [gpu.cold_factor(before, 12, 0.82) for before in (0, 11, 12, 40)] == [0.82, 0.82, 1.0, 1.0]
+    assert gpu.cold_factor(0, 0, 0.82) == 1.0
+    monkeypatch.syspath_prepend(str(STANDIN_DIR))
+    monkeypatch.setenv("SGLANG_STANDIN_TOKENS_PER_SECOND", "400")
+    spec = importlib.util.spec_from_file_location("sglang_standin_cold", STANDIN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = module.argparse.Namespace(served_model_name="glm-5", model_path=str(tmp_path), api_key=None,
+                                     context_length=None, enable_metrics=False)
+    assert [module.Standin(args, power_file=str(tmp_path / "power")).request_rate() for _ in range(3)] == [400.0] * 3
+    monkeypatch.setenv("SGLANG_STANDIN_COLD_REQUESTS", "2")
+    standin = module.Standin(args, power_file=str(tmp_path / "power"))
+    assert [standin.request_rate() for _ in range(4)] == [pytest.approx(328.0)] * 2 + [400.0] * 2

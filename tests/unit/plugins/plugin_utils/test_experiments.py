@@ -471,3 +471,41 @@ def test_a_verdict_is_remembered_per_objective_and_a_load_without_one_keeps_its_
                             {"high": dict(load, slo={"ttft_p99_ms": 3000, "itl_p99_ms": 80.5})})
     assert bounded == "sglang 0.5.23 | TP 8 | pcie | RTX PRO 6000 | high=64/256/1024/256 itl_p99_ms<=80.5 " \
                       "ttft_p99_ms<=3000"
+
+
+# ------------------------------------------------------------------ warm-up after a start
+
+LOAD_C16 = {"concurrency": 16, "num_requests": 64, "input_tokens": 256, "output_tokens": 256}
+
+
+def test_the_first_run_of_a_configuration_is_warmed_with_whole_runs_of_its_load():
+    # The 4 warm-up requests of every run, and one run's 64 requests more before the first.
+    assert ex.warmup_requests(LOAD_C16, 0, 4, 1) == 68
+    assert ex.warmup_requests(LOAD_C16, 0, 4, 2) == 132
+
+
+def test_later_runs_get_the_plain_warm_up():
+    assert ex.warmup_requests(LOAD_C16, 1, 4, 1) == 4
+    assert ex.warmup_requests(LOAD_C16, 11, 4, 3) == 4
+
+
+def test_no_warm_up_runs_leaves_the_plain_warm_up():
+    assert ex.warmup_requests(LOAD_C16, 0, 4, 0) == 4
+    assert ex.warmup_requests(LOAD_C16, 0, 0, 0) == 0
+
+
+def test_numbers_from_extra_vars_are_taken_as_strings():
+    assert ex.warmup_requests({"num_requests": "8"}, "0", "2", "1") == 10
+
+
+@pytest.mark.parametrize("num_warmup, runs, named", [
+    (-1, 1, "smoke_test_num_warmup"), (4, -1, "smoke_test_warmup_runs"), (4, 1.5, "smoke_test_warmup_runs"),
+    (4, "one", "smoke_test_warmup_runs"), (True, 1, "smoke_test_num_warmup"), (4, None, "smoke_test_warmup_runs")])
+def test_a_bad_warm_up_setting_is_named(num_warmup, runs, named):
+    with pytest.raises(ex.ExperimentError, match=named + " must be a whole number of 0 or more"):
+        ex.warmup_requests(LOAD_C16, 0, num_warmup, runs)
+
+
+def test_a_load_without_requests_is_refused():
+    with pytest.raises(ex.ExperimentError, match="a load needs num_requests"):
+        ex.warmup_requests({"concurrency": 4}, 0, 4, 1)
