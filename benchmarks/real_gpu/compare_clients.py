@@ -5,10 +5,17 @@
 At each load of the harness profile (inventory/group_vars/gpu_hosts.yml), ``--repeats`` rounds, the two tools
 taking turns at going first: the collection's client (plugins/module_utils/serving_benchmark.run_benchmark, as
 the module runs it, prompts of token ids, power sampled) and SGLang's own ``sglang.bench_serving`` (its
-``run_benchmark`` in this process, ``--backend sglang --dataset-name random-ids --tokenize-prompt``: the same
-requests, warm-up, lengths and concurrency, its prompts sent as token ids too). The first harness run used
-``--backend sglang-oai``, which decodes random-ids' ids to text that the server tokenises again into 10 to 15 %
-more tokens than it reports; ``--tokenize-prompt`` (native /generate only) sends the ids themselves. Around every run the server's Prometheus counters are read (``--enable-metrics``):
+``run_benchmark`` in this process, ``--dataset-name random-ids``: the same requests, warm-up, lengths and
+concurrency, its prompts sent as token ids too). Which endpoint bench_serving sends them to (``--bench-endpoint``):
+
+- ``completions`` (the default): ``--backend sglang-oai``, /v1/completions, the endpoint serving_benchmark, users and
+  the router use, with random-ids' token ids as the prompt. bench_serving keeps ids as ids only with
+  ``--tokenize-prompt``, which it allows with its native backend alone, so this script has its random-ids dataset
+  keep them (``RandomDataset.return_text`` false) rather than decode them to text: the first harness run's text came
+  back from the server's tokeniser 10 to 15 % longer than bench_serving reported.
+- ``generate``: ``--backend sglang --tokenize-prompt``, SGLang's native /generate with ``input_ids``; the second
+  harness run's choice, where the server spent 18 to 37 % longer over the /v1/completions requests at c64 than over
+  these (docs/evidence/real-sglang-h200.md), so the comparison was of endpoints as much as of clients. Around every run the server's Prometheus counters are read (``--enable-metrics``):
 prompt and generation tokens and requests it counted, and its own time-to-first-token histogram. One JSON line
 a run; then the medians and their ratio per load.
 
@@ -93,15 +100,41 @@ def ours(url, model, load, vocab_size, tag):
             "failed": result["failed_requests"], "power": result["power"]}
 
 
-def bench_serving_args(url, model, tokenizer, load, seed, records):
+BENCH_ENDPOINTS = {"completions": ["--backend", "sglang-oai"], "generate": ["--backend", "sglang", "--tokenize-prompt"]}
+
+
+def keep_ids_as_ids():
+    """random-ids as token ids for any backend: bench_serving decodes them to text unless --tokenize-prompt, which
+    it refuses for all but its native backend. The dataset is a dataclass; its return_text is the one switch."""
+    import dataclasses
+    from sglang.benchmark.datasets import random as random_dataset
+    dataset = random_dataset.RandomDataset
+    if getattr(dataset.from_args, "keeps_ids", False):
+        return
+    if "return_text" not in {field.name for field in dataclasses.fields(dataset)}:
+        raise RuntimeError("sglang.benchmark.datasets.random.RandomDataset has no return_text field in this SGLang: "
+                           "run with --bench-endpoint generate")
+    original = dataset.from_args.__func__
+
+    def from_args(cls, args):
+        return dataclasses.replace(original(cls, args), return_text=False)
+
+    from_args.keeps_ids = True
+    dataset.from_args = classmethod(from_args)
+
+
+def bench_serving_args(url, model, tokenizer, load, seed, records, endpoint="completions"):
     """bench_serving's own parser, as its command line would fill it."""
     from sglang.benchmark import serving
+    if endpoint == "completions":
+        keep_ids_as_ids()
     captured = {}
     original = serving.run_benchmark
     serving.run_benchmark = lambda args: captured.setdefault("args", args)
     argv = sys.argv
-    sys.argv = ["bench_serving", "--backend", "sglang", "--base-url", url, "--model", model,
-                "--tokenizer", str(tokenizer), "--dataset-name", "random-ids", "--tokenize-prompt",
+    sys.argv = ["bench_serving"] + BENCH_ENDPOINTS[endpoint] + [
+                "--base-url", url, "--model", model,
+                "--tokenizer", str(tokenizer), "--dataset-name", "random-ids",
                 "--random-range-ratio", "1.0",
                 "--random-input-len", str(load["input_tokens"]), "--random-output-len", str(load["output_tokens"]),
                 "--num-prompts", str(load["num_requests"]), "--max-concurrency", str(load["concurrency"]),
@@ -115,8 +148,8 @@ def bench_serving_args(url, model, tokenizer, load, seed, records):
     return original, captured["args"]
 
 
-def bench_serving(url, model, tokenizer, load, seed, records):
-    run, args = bench_serving_args(url, model, tokenizer, load, seed, records)
+def bench_serving(url, model, tokenizer, load, seed, records, endpoint):
+    run, args = bench_serving_args(url, model, tokenizer, load, seed, records, endpoint)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         result = run(args)
@@ -137,6 +170,8 @@ def main(argv=None):
     parser.add_argument("--tokenizer", required=True, type=Path)
     parser.add_argument("--inventory", required=True, type=Path)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--bench-endpoint", choices=sorted(BENCH_ENDPOINTS), default="completions",
+                        help="where bench_serving sends its token ids (see above)")
     parser.add_argument("--requests", default="", help="requests a run by load name, e.g. c16=256,c64=512")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
@@ -157,10 +192,11 @@ def main(argv=None):
                         figures = ours(args.url, args.model, load, vocab_size, "cmp-%s-%d" % (name, repeat))
                     else:
                         figures = bench_serving(args.url, args.model, args.tokenizer, load, repeat,
-                                                args.out.with_name("bench_serving.jsonl"))
+                                                args.out.with_name("bench_serving.jsonl"), args.bench_endpoint)
                     ended = time.time()
                     server = witness(before, metrics(args.url))
                     row = {"load": name, "concurrency": load["concurrency"], "repeat": repeat, "tool": tool,
+                           "num_requests": load["num_requests"], "bench_endpoint": args.bench_endpoint,
                            "began": began, "ended": ended, "client": figures, "server": server,
                            "asked_input_tokens": load["num_requests"] * load["input_tokens"]}
                     rows.append(row)
