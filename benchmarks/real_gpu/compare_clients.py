@@ -172,13 +172,15 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--bench-endpoint", choices=sorted(BENCH_ENDPOINTS), default="completions",
                         help="where bench_serving sends its token ids (see above)")
+    parser.add_argument("--loads", default="", help="compare at these loads only, e.g. c64 (all when empty)")
     parser.add_argument("--requests", default="", help="requests a run by load name, e.g. c16=256,c64=512")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     vocab_size = json.loads((args.tokenizer / "config.json").read_text())["vocab_size"]
     longer = {name: int(count) for name, count in (item.split("=") for item in args.requests.split(",") if item)}
     loads = [(name, dict(load, num_requests=longer.get(name, load["num_requests"])))
-             for name, load in loads_of(args.inventory)]
+             for name, load in loads_of(args.inventory)
+             if not args.loads or name in args.loads.split(",")]
     rows = []
     with open(args.out, "a") as out:
         for name, load in loads:

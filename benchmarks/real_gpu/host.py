@@ -28,6 +28,13 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
 
 Results go to /var/tmp/sm120-real/results (then $OUT/results.tar.gz, $OUT/summary.md, $OUT/harness.log).
 
+For a short session, two variables narrow a run: SM120_REAL_DEPLOY_TAGS (the deploy's tags, e.g.
+``preflight,service`` to start the server without the smoke test) and SM120_REAL_COMPARE_LOADS (the loads the
+clients are compared at, e.g. ``c64``):
+
+    SM120_REAL_DEPLOY_TAGS=preflight,service SM120_REAL_COMPARE_LOADS=c64 \
+        python3 benchmarks/real_gpu/host.py go --only model,deploy,compare --budget 330
+
 ``--rehearse`` runs the same phases on a machine without a GPU (a container here, with no systemd either)
 before device minutes are spent on them: the server is the molecule stand-in
 (molecule/resources/standin_server/sglang_standin.py) on a model directory with a config.json alone, the carried
@@ -235,7 +242,7 @@ def playbook(name, host_vars):
     configuration the smoke test switches to for each experiment (the first harness run measured one
     configuration four times that way; smoke_test now refuses it)."""
     # The preflight reads the real GPU (gpu_facts): the smoke test keeps its verdicts per GPU model and topology.
-    tags = "preflight,service,smoke"
+    tags = os.environ.get("SM120_REAL_DEPLOY_TAGS") or "preflight,service,smoke"
     if REHEARSE:
         host_vars = dict(host_vars, sglang_service_launcher=[
             str(PYTHON), str(REPO / "molecule/resources/standin_server/sglang_standin.py")])
@@ -268,6 +275,7 @@ def phase_deploy():
 def phase_compare():
     run([str(PYTHON), str(HERE / "compare_clients.py"), "--url", URL, "--model", "llama-1b-random",
          "--tokenizer", str(MODEL), "--inventory", str(INVENTORY), "--repeats", "3", "--requests", COMPARE_REQUESTS,
+         "--loads", os.environ.get("SM120_REAL_COMPARE_LOADS", ""),
          "--out", str(RESULTS / "compare.jsonl")], "compare", env=tool_env(), timeout=1500)
 
 
