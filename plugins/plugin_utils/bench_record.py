@@ -37,6 +37,7 @@ import json
 from collections.abc import Mapping
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import result_host_verdict
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import SLO_FIELDS
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import get_in, number, power_gpus
 
 BACKENDS = {"completions": "sglang-oai", "chat": "sglang-oai-chat"}
@@ -113,10 +114,6 @@ def bench_serving_record(measurement, run):
     return record
 
 
-# The load's latency objective against this record's p99 figures (bench_serving's names).
-_SLO_FIELDS = {"ttft_p99_ms": "p99_ttft_ms", "itl_p99_ms": "p99_itl_ms"}
-
-
 def _objective(config, name, record):
     """{slo, slo_met}: the load's bounds as the profile gives them and whether this run met every one (None where
     the load has none, or a figure is missing)."""
@@ -124,7 +121,9 @@ def _objective(config, name, record):
     slo = load.get("slo") if isinstance(load, Mapping) and isinstance(load.get("slo"), Mapping) else None
     if not slo:
         return {"slo": None, "slo_met": None}
-    figures = [(number(record.get(_SLO_FIELDS.get(field, ""))), number(bound)) for field, bound in slo.items()]
+    # The load's latency objective against this record's p99 figures (bench_serving's names).
+    figures = [(number(record.get(SLO_FIELDS.get(field, {}).get("record", ""))), number(bound))
+               for field, bound in slo.items()]
     met = None if any(value is None or bound is None for value, bound in figures) else \
         all(value <= bound for value, bound in figures)
     return {"slo": dict(slo), "slo_met": met}

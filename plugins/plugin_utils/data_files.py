@@ -37,3 +37,15 @@ def read_checked(path, check, error, what):
     data = check(data)
     _CACHE[path] = (stamp, data)
     return data
+
+
+def version_range(text, where, error):
+    """``text`` as a packaging SpecifierSet (">=0.5.16,<0.6"); ``error`` naming ``where`` when it is not one."""
+    try:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    except ImportError:  # ansible-core requires packaging; only a stripped-down controller lacks it
+        raise error("packaging is missing on the controller; install it (pip install packaging)")
+    try:
+        return SpecifierSet(str(text))
+    except InvalidSpecifier as exc:
+        raise error("%s: %r is not a version range (%s)" % (where, text, exc))

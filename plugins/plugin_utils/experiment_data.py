@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.data_files import read_checked
+from ansible_collections.sm120.sglang.plugins.plugin_utils.data_files import read_checked, version_range
 
 DATA_PATH = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "data", "experiments.yml"))
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -71,14 +71,7 @@ def check(data, where=DATA_PATH):
 
 
 def _specifier(text, where):
-    try:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    except ImportError:  # ansible-core requires packaging; only a stripped-down controller lacks it
-        raise ExperimentDataError("packaging is missing on the controller; install it (pip install packaging)")
-    try:
-        return SpecifierSet(str(text))
-    except InvalidSpecifier as exc:
-        raise ExperimentDataError("%s: versions %r is not a version range (%s)" % (where, text, exc))
+    return version_range(text, "%s: versions" % where, ExperimentDataError)
 
 
 def release_problem(name, option, release):

@@ -212,10 +212,13 @@ def parity_check(baseline_outputs, candidate_outputs, min_match=1.0, min_prefix=
 
 # ------------------------------------------------------------------ the latency objective
 
-# What a load's objective may bound: the p99 of time to first token and of inter-token latency, in ms, as
-# serving_benchmark reports them (ttft_ms.p99, itl_ms.p99) and bench_serving names them (p99_ttft_ms, p99_itl_ms).
-SLO_FIELDS = {"ttft_p99_ms": ("ttft_ms", "p99 time to first token"),
-              "itl_p99_ms": ("itl_ms", "p99 inter-token latency")}
+# What a load's objective may bound: the p99 of time to first token and of inter-token latency, in ms. The one
+# table of their names: in serving_benchmark's result (ttft_ms.p99, itl_ms.p99), in bench_serving's records
+# (p99_ttft_ms, p99_itl_ms; bench_record), in words (the verdicts) and in the reports' tables (smoke_report).
+SLO_FIELDS = {"ttft_p99_ms": {"result": "ttft_ms", "record": "p99_ttft_ms", "what": "p99 time to first token",
+                              "short": "TTFT p99"},
+              "itl_p99_ms": {"result": "itl_ms", "record": "p99_itl_ms", "what": "p99 inter-token latency",
+                             "short": "ITL p99"}}
 
 
 def slo_of(loads):
@@ -269,14 +272,14 @@ def objective_misses(measurement, slo, loads):
     misses = []
     for load in loads:
         for field, bound in sorted((slo or {}).get(load, {}).items()):
-            value = latency_p99((measurement.get("loads") or {}).get(load), SLO_FIELDS[field][0])
+            value = latency_p99((measurement.get("loads") or {}).get(load), SLO_FIELDS[field]["result"])
             if value is None or value > bound:
                 misses.append({"load": load, "field": field, "value": value, "bound": bound})
     return misses
 
 
 def describe_miss(miss):
-    what = SLO_FIELDS[miss["field"]][1]
+    what = SLO_FIELDS[miss["field"]]["what"]
     if miss["value"] is None:
         return "%s %s not measured (objective %.0f ms)" % (miss["load"], what, miss["bound"])
     return "%s %s %.1f ms above its objective %.0f ms" % (miss["load"], what, miss["value"], miss["bound"])

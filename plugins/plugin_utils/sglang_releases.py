@@ -17,13 +17,13 @@ import re
 try:
     import yaml
     from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 except ImportError:  # ansible-core requires both; only a stripped-down controller lacks them
     yaml = None
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.data_files import read_checked
+from ansible_collections.sm120.sglang.plugins.plugin_utils.data_files import read_checked, version_range
 
 DATA_PATH = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "data", "sglang_releases.yml"))
 KINDS = ("source", "option", "upstream", "unsupported")
@@ -68,10 +68,7 @@ def _version(text, where):
 
 
 def _specifier(text, where):
-    try:
-        return SpecifierSet(str(text))
-    except InvalidSpecifier as exc:
-        raise ReleaseDataError("%s: %r is not a version range (%s)" % (where, text, exc))
+    return version_range(text, where, ReleaseDataError)
 
 
 def _check_release(version, release, drivers):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import power_cause_verdicts, result_host_verdict
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import SLO_FIELDS
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import (
     breached,
     get_in,
@@ -232,16 +233,14 @@ def _runs_text(measurement):
     return "%s (%s %%)" % (", ".join(runs), format_number(spread * 100 if spread is not None else None, 1))
 
 
-_SLO_NAMES = {"ttft_p99_ms": "TTFT p99", "itl_p99_ms": "ITL p99"}
-
-
 def _objective_text(verdict, load):
     """The latency objective's bounds the candidate missed at a load, "" where none (or none was set)."""
     objective = verdict.get("objective") if isinstance(verdict.get("objective"), Mapping) else {}
     misses = [miss for miss in objective.get("misses") or [] if isinstance(miss, Mapping) and miss.get("load") == load]
     texts = []
     for miss in misses:
-        name, bound = _SLO_NAMES.get(miss.get("field"), _inline(miss.get("field"))), number(miss.get("bound"))
+        field = SLO_FIELDS.get(miss.get("field"))
+        name, bound = field["short"] if field else _inline(miss.get("field")), number(miss.get("bound"))
         if number(miss.get("value")) is None:
             texts.append("%s not measured (objective %s ms)" % (name, format_number(bound, 0)))
         else:

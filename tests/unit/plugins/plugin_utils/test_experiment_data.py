@@ -109,7 +109,7 @@ def test_an_unknown_release_is_not_judged_and_a_rejected_option_is_not_refused()
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"versions": "around 0.5"}, "versions 'around 0.5' is not a version range"),
+    ({"versions": "around 0.5"}, "versions: 'around 0.5' is not a version range"),
     ({"versions": ">=0.5.9"}, "has versions but no 'refused'"),
     ({"needs": ["draft_model"]}, "needs must be a list of mtp_layer"),
     ({"max_running_requests": 48}, "max_running_requests must be highest_load"),
