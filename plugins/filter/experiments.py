@@ -61,6 +61,7 @@ class FilterModule:
             "experiment_result": _wrap(experiment_result),
             "experiment_final_rows": _wrap(ex.final_rows),
             "experiment_warmup_requests": _wrap(ex.warmup_requests),
+            "experiment_rounds": _wrap(ex.experiment_rounds),
             "experiments_among": _wrap(experiment_data.experiments_among),
             "tuning_settings": _wrap(experiment_data.tuning_settings),
         }

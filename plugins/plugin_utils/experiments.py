@@ -363,6 +363,15 @@ class _Need(Exception):
         self.config = config
 
 
+def experiment_rounds(experiments):
+    """The rounds the role's loop gives the plan (roles/smoke_test/tasks/main.yml): k experiments need at most
+    k + 1 configurations besides the deployed one (the start and each experiment on top of what came before, every
+    one rejected in the worst case), and one round more finds the plan done."""
+    if isinstance(experiments, (str, bytes)) or not hasattr(experiments, "__len__"):
+        raise ExperimentError("the experiments must be a list of names, got %r" % (experiments,))
+    return len(experiments) + 2
+
+
 def plan_step(experiments, measurements, settings, remembered=None, stored_baseline=None):
     """What to measure next, or, once every experiment is decided, what to keep.
 

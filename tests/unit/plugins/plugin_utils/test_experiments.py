@@ -203,7 +203,7 @@ def drive(experiments, measure, stored_baseline=None, remembered=None):
     if stored_baseline is not None:
         measurements[ex.config_key([])] = stored_baseline
     sequence = []
-    for _round in range(2 * len(experiments) + 2):
+    for _round in range(ex.experiment_rounds(experiments)):
         step = ex.plan_step(experiments, measurements, SETTINGS, remembered)
         if step["done"]:
             return step, restarts_of(sequence + [step["keep"]], deployed)
@@ -211,6 +211,22 @@ def drive(experiments, measure, stored_baseline=None, remembered=None):
         sequence.append(step["measure"])
         measurements[ex.config_key(step["measure"])] = measure(step["measure"])
     raise AssertionError("the plan did not end")
+
+
+def test_the_role_gives_the_plan_one_round_more_than_configurations_it_can_need():
+    assert [ex.experiment_rounds(names) for names in ([], ["a"], ["a", "b", "c"])] == [2, 3, 5]
+    with pytest.raises(ex.ExperimentError, match="the experiments must be a list of names"):
+        ex.experiment_rounds("a,b")
+
+
+def test_every_experiment_rejected_is_the_longest_plan_and_ends_within_the_rounds():
+    # Each rejected experiment comes off again, so each needs a configuration of its own: [], [a], [b], [c] in 4
+    # rounds, the 5th (the last the role gives) finds the plan done. Measured: those 4 and the deployed [a, b, c];
+    # restarts: to each of the 4 and back to [].
+    names = ["a", "b", "c"]
+    step, restarts = drive(names, model({name: (0.5, 0.5) for name in names}))
+    assert decisions(step) == {"a": ex.REJECTED, "b": ex.REJECTED, "c": ex.REJECTED} and step["keep"] == []
+    assert step["measured"] == 5 and restarts == 5
 
 
 def decisions(step):
