@@ -45,9 +45,24 @@ def test_an_option_gate_plans_its_environment_and_no_file():
     plan = gate_plan.plan(DATA, "0.5.22", {"pcie_ipc_allreduce": True}, {"flashinfer-python": "0.7.1"}, 8)
     assert plan["live"] == ["pcie_ipc_allreduce"]
     assert plan["options"]["env"] == {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}
-    assert plan["files"] == [{"path": "sglang/srt/layers/flashinfer_comm_fusion.py", "gates": [], "edits": [
-        {"id": "flashinfer_allreduce_fusion.widen_backend_check", "old": edit["old"], "new": edit["new"], "state": "absent"}
-        for edit in plan["files"][0]["edits"]]}, plan["files"][1]]
+    # The fusion gate's files stay planned, each edit absent (data/sglang_releases.yml, 0.5.22), written out here.
+    assert plan["files"] == [
+        {"path": "sglang/srt/layers/flashinfer_comm_fusion.py", "gates": [], "edits": [
+            {"id": "flashinfer_allreduce_fusion.widen_backend_check",
+             "old": "    if not (get_platform().is_sm90 or get_platform().is_sm100):\n",
+             "new": "    if not (get_platform().is_sm90 or get_platform().is_sm100 or get_platform().is_sm120):\n",
+             "state": "absent"}]},
+        {"path": "sglang/srt/layers/layer_boundary/residual/add_norm.py", "gates": [], "edits": [
+            {"id": "flashinfer_allreduce_fusion.cache_is_sm120_supported",
+             "old": "_is_sm100_supported = _is_cuda and get_platform().is_sm100\n",
+             "new": "_is_sm100_supported = _is_cuda and get_platform().is_sm100\n"
+                    "_is_sm120_supported = _is_cuda and get_platform().is_sm120\n",
+             "state": "absent"},
+            {"id": "flashinfer_allreduce_fusion.widen_fusion_condition",
+             "old": "        (_is_sm90_supported or _is_sm100_supported)\n        and _is_flashinfer_available\n",
+             "new": "        (_is_sm90_supported or _is_sm100_supported or _is_sm120_supported)\n"
+                    "        and _is_flashinfer_available\n",
+             "state": "absent"}]}]
 
 
 def test_a_precondition_on_an_installed_package_refuses_with_what_is_installed_and_the_fix():
