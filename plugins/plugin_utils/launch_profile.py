@@ -88,9 +88,12 @@ def launch_flags(profile, overrides=None, host="0.0.0.0", port=30000, model_path
 
 
 def argv_words(flags):
-    """The flags as command-line words, as the server's parser reads them."""
+    """The flags as command-line words, as the server's parser reads them (and the unit's ExecStart= runs them):
+    a flag set to None or false is left out, one set to true goes alone."""
     words = []
     for flag, value in flags.items():
+        if value is None or value is False:
+            continue
         words.append(flag)
         if value is True:
             continue

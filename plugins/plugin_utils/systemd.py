@@ -1,0 +1,60 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""systemd's quoting, one place for every unit and environment file the roles write (filters in filter/systemd.py).
+
+- a word of a command line (systemd.service(5), "Command lines"): safe words go as they are, anything else in double
+  quotes with C escapes; ``%`` and ``$`` are doubled everywhere, so no specifier or variable reaches a value;
+- an ExecStart= of one program and its flags: a line per flag and its values, joined by backslash-newlines, which
+  systemd reads as spaces (the argv is the same; the unit reads better);
+- a value of an EnvironmentFile= (systemd.exec(5)): safe values as they are, others in double quotes with ``\\``,
+  ``"``, backquote and ``$`` escaped.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The characters a word or a value may have and still go unquoted. re.match, as Jinja's "is match" did in the
+# templates this replaces, so the files they write stay byte for byte the same.
+_SAFE = r"[A-Za-z0-9_@+=:,./-]"
+_SAFE_WORD = re.compile("^%s+$" % _SAFE)
+_SAFE_VALUE = re.compile("^%s*$" % _SAFE)
+CONTINUATION = " \\\n    "
+
+
+def command_word(value):
+    """One word of a command line, quoted and escaped as systemd needs."""
+    text = str(value)
+    escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+               .replace("%", "%%").replace("$", "$$"))
+    return escaped if _SAFE_WORD.match(text) else '"%s"' % escaped
+
+
+def command_line(words):
+    """Words as one command line."""
+    return " ".join(command_word(word) for word in words)
+
+
+def flag_lines(argv):
+    """argv in lines: the program and what precedes the first flag, then each ``--flag`` with its values."""
+    lines = []
+    for word in argv:
+        if not lines or str(word).startswith("--"):
+            lines.append([word])
+        else:
+            lines[-1].append(word)
+    return lines
+
+
+def exec_start(argv, program=()):
+    """The value of an ExecStart= running ``program`` (its words) with ``argv`` after it: their flag_lines, joined
+    by backslash-newlines. argv comes first so that a template's failed argv reaches the error unchanged."""
+    return CONTINUATION.join(command_line(line) for line in flag_lines(list(program) + list(argv)))
+
+
+def environment_value(value):
+    """One value of an EnvironmentFile=."""
+    text = str(value)
+    if _SAFE_VALUE.match(text):
+        return text
+    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`").replace("$", "\\$")

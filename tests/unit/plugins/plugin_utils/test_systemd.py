@@ -1,0 +1,67 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""systemd's quoting for the unit and environment files (the roles' templates check the argv systemd makes of
+them: tests/unit/roles/test_sglang_service.py, test_sglang_router.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import systemd
+
+
+@pytest.mark.parametrize("value, written", [
+    ("/opt/sglang/bin/python", "/opt/sglang/bin/python"),
+    ("--tp-size", "--tp-size"),
+    (8, "8"),
+    (0.85, "0.85"),
+    (True, "True"),
+    ("", '""'),
+    ("GLM 5", '"GLM 5"'),
+    ("100%", '"100%%"'),
+    ("$HOME", '"$$HOME"'),
+    ('say "hi"', '"say \\"hi\\""'),
+    ("a\\b", '"a\\\\b"'),
+    ("two\nlines", '"two\\nlines"'),
+])
+def test_a_word_goes_as_it_is_when_safe_and_quoted_and_escaped_otherwise(value, written):
+    assert systemd.command_word(value) == written
+
+
+def test_a_command_line_is_its_words_quoted():
+    assert systemd.command_line(["/usr/bin/python3", "/opt/wait.py", "http://127.0.0.1:30000/health"]) == \
+        "/usr/bin/python3 /opt/wait.py http://127.0.0.1:30000/health"
+    assert systemd.command_line(["echo", "a b"]) == 'echo "a b"'
+
+
+def test_exec_start_puts_each_flag_and_its_values_on_a_line_of_its_own():
+    argv = ["--tp-size", "8", "--enable-metrics", "--dist-init-addr", "10.0.0.1:25000", "--served-model-name", "glm 5"]
+    assert systemd.exec_start(argv, ["/opt/sglang/bin/python", "-m", "sglang.launch_server"]) == (
+        "/opt/sglang/bin/python -m sglang.launch_server \\\n"
+        "    --tp-size 8 \\\n"
+        "    --enable-metrics \\\n"
+        "    --dist-init-addr 10.0.0.1:25000 \\\n"
+        '    --served-model-name "glm 5"')
+    assert systemd.flag_lines(["p", "x", "--a", "1", "2", "--b"]) == [["p", "x"], ["--a", "1", "2"], ["--b"]]
+
+
+@pytest.mark.parametrize("value, written", [
+    ("0.5.23", "0.5.23"),
+    ("", ""),
+    ("a b", '"a b"'),
+    ("$HOME", '"\\$HOME"'),
+    ("`id`", '"\\`id\\`"'),
+    ('"q"', '"\\"q\\""'),
+    ("back\\slash", '"back\\\\slash"'),
+    ("100%", '"100%"'),
+])
+def test_an_environment_value_escapes_what_systemd_would_read_otherwise(value, written):
+    assert systemd.environment_value(value) == written
+
+
+def test_the_service_argv_leaves_out_unset_flags_and_writes_the_rest_as_the_parser_reads_them():
+    from ansible_collections.sm120.sglang.plugins.plugin_utils.launch_profile import argv_words
+    flags = {"--tp-size": 8, "--enable-metrics": True, "--disable-cuda-graph": False, "--context-length": None,
+             "--cuda-graph-bs": [1, 2, 4], "--json-model-override-args": {"b": 1, "a": [2]}}
+    assert argv_words(flags) == ["--tp-size", "8", "--enable-metrics", "--cuda-graph-bs", "1", "2", "4",
+                                 "--json-model-override-args", '{"a": [2], "b": 1}']
