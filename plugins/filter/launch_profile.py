@@ -11,7 +11,7 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
 
-def _flags(profile, overrides=None, host="0.0.0.0", port=30000, model_path=None, multinode=None, extra_args=None,
+def _flags(profile, overrides=None, host="0.0.0.0", port=launch_profile.SERVICE_PORT, model_path=None, multinode=None, extra_args=None,
            gate_flags=None, config_path=None, version=None):
     try:
         renames = sglang_releases.load().get("flag_renames") or {}

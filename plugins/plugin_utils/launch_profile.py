@@ -58,7 +58,12 @@ def _renamed(flags, renames, version):
     return result
 
 
-def launch_flags(profile, overrides=None, host="0.0.0.0", port=30000, model_path=None, multinode=None,
+# SGLang's own default port, and so sglang_service_port's (roles/sglang_service/defaults/main.yml, held to this
+# by tests/unit/plugins/plugin_utils/test_launch_profile.py): the port a host that sets none serves on.
+SERVICE_PORT = 30000
+
+
+def launch_flags(profile, overrides=None, host="0.0.0.0", port=SERVICE_PORT, model_path=None, multinode=None,
                  extra_args=None, gate_flags=None, config_path=None, renames=None, version=None):
     """The server's flags in order: flag -> value (True a switch, a list several values).
 

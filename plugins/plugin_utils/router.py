@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import nodes
+from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, nodes
 
 # The choices of --policy in sglang-router 0.3.2 (router_args.py; `bucket` is a --prefill-policy only).
 POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
@@ -29,9 +29,8 @@ POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
 VERDICT_FACT = "__smoke_test_run"
 HEALTHY_VERDICTS = ("pass", "regression-rolled-back")
 
-# The sglang_service role's default port (roles/sglang_service/defaults/main.yml), for a host that sets no
-# sglang_service_port of its own.
-SERVICE_PORT = 30000
+# The sglang_service role's default port, for a host that sets no sglang_service_port of its own.
+SERVICE_PORT = launch_profile.SERVICE_PORT
 
 # Flags the role writes itself, refused in sglang_router_extra_args, each with where it is set instead.
 MANAGED_FLAGS = {

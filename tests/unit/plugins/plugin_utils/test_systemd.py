@@ -58,10 +58,3 @@ def test_exec_start_puts_each_flag_and_its_values_on_a_line_of_its_own():
 def test_an_environment_value_escapes_what_systemd_would_read_otherwise(value, written):
     assert systemd.environment_value(value) == written
 
-
-def test_the_service_argv_leaves_out_unset_flags_and_writes_the_rest_as_the_parser_reads_them():
-    from ansible_collections.sm120.sglang.plugins.plugin_utils.launch_profile import argv_words
-    flags = {"--tp-size": 8, "--enable-metrics": True, "--disable-cuda-graph": False, "--context-length": None,
-             "--cuda-graph-bs": [1, 2, 4], "--json-model-override-args": {"b": 1, "a": [2]}}
-    assert argv_words(flags) == ["--tp-size", "8", "--enable-metrics", "--cuda-graph-bs", "1", "2", "4",
-                                 "--json-model-override-args", '{"a": [2], "b": 1}']
