@@ -15,9 +15,11 @@ concurrency, its prompts sent as token ids too). Which endpoint bench_serving se
   back from the server's tokeniser 10 to 15 % longer than bench_serving reported.
 - ``generate``: ``--backend sglang --tokenize-prompt``, SGLang's native /generate with ``input_ids``; the second
   harness run's choice, where the server spent 18 to 37 % longer over the /v1/completions requests at c64 than over
-  these (docs/evidence/real-sglang-h200.md), so the comparison was of endpoints as much as of clients. Around every run the server's Prometheus counters are read (``--enable-metrics``):
-prompt and generation tokens and requests it counted, and its own time-to-first-token histogram. One JSON line
-a run; then the medians and their ratio per load.
+  these (docs/evidence/real-sglang-h200.md), so the comparison was of endpoints as much as of clients.
+
+Around every run the server's Prometheus counters are read (``--enable-metrics``): prompt and generation tokens and
+requests it counted, and its own time-to-first-token histogram. One JSON line a run; then the medians and their
+ratio per load.
 
     python3 compare_clients.py --url http://127.0.0.1:30000 --model NAME --tokenizer DIR --inventory DIR \
         --repeats 3 --requests c16=256,c64=512 --out compare.jsonl
@@ -133,13 +135,12 @@ def bench_serving_args(url, model, tokenizer, load, seed, records, endpoint="com
     serving.run_benchmark = lambda args: captured.setdefault("args", args)
     argv = sys.argv
     sys.argv = ["bench_serving"] + BENCH_ENDPOINTS[endpoint] + [
-                "--base-url", url, "--model", model,
-                "--tokenizer", str(tokenizer), "--dataset-name", "random-ids",
-                "--random-range-ratio", "1.0",
-                "--random-input-len", str(load["input_tokens"]), "--random-output-len", str(load["output_tokens"]),
-                "--num-prompts", str(load["num_requests"]), "--max-concurrency", str(load["concurrency"]),
-                "--request-rate", "inf", "--warmup-requests", str(WARMUP), "--seed", str(seed),
-                "--disable-tqdm", "--output-file", str(records)]
+        "--base-url", url, "--model", model, "--tokenizer", str(tokenizer), "--dataset-name", "random-ids",
+        "--random-range-ratio", "1.0",
+        "--random-input-len", str(load["input_tokens"]), "--random-output-len", str(load["output_tokens"]),
+        "--num-prompts", str(load["num_requests"]), "--max-concurrency", str(load["concurrency"]),
+        "--request-rate", "inf", "--warmup-requests", str(WARMUP), "--seed", str(seed),
+        "--disable-tqdm", "--output-file", str(records)]
     try:
         serving.cli_main()
     finally:

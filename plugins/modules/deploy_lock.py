@@ -48,6 +48,8 @@ attributes:
     support: full
     platforms: posix
     description: Runs on POSIX hosts.
+author:
+  - sm120.sglang contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -68,7 +68,7 @@ def _env(tmp_path):
 
 def _run(tmp_path, *extra):
     done = subprocess.run(_argv(tmp_path, *extra), env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
     return done.returncode, done.stdout + done.stderr
 
 

@@ -478,7 +478,7 @@ def test_a_cold_start_slows_the_first_requests_as_measured_on_the_real_server(tm
     spec.loader.exec_module(module)
     args = module.argparse.Namespace(served_model_name="glm-5", model_path=str(tmp_path), api_key=None,
                                      context_length=None, enable_metrics=False)
-    assert [module.Standin(args, power_file=str(tmp_path / "power")).request_rate() for _ in range(3)] == [400.0] * 3
+    assert [module.Standin(args, power_file=str(tmp_path / "power")).request_rate() for _start in range(3)] == [400.0] * 3
     monkeypatch.setenv("SGLANG_STANDIN_COLD_REQUESTS", "2")
     standin = module.Standin(args, power_file=str(tmp_path / "power"))
-    assert [standin.request_rate() for _ in range(4)] == [pytest.approx(328.0)] * 2 + [400.0] * 2
+    assert [standin.request_rate() for _request in range(4)] == [pytest.approx(328.0)] * 2 + [400.0] * 2

@@ -57,4 +57,3 @@ def test_exec_start_puts_each_flag_and_its_values_on_a_line_of_its_own():
 ])
 def test_an_environment_value_escapes_what_systemd_would_read_otherwise(value, written):
     assert systemd.environment_value(value) == written
-
