@@ -23,6 +23,7 @@ PLAYBOOK = """
 - name: Take the deploy lock on every host of this run
   hosts: gpu_hosts
   gather_facts: false
+  tags: [always]
   roles:
     - role: sm120.sglang.deploy_lock
 
@@ -38,6 +39,7 @@ PLAYBOOK = """
 - name: Give the deploy lock back
   hosts: gpu_hosts
   gather_facts: false
+  tags: [always]
   tasks:
     - name: Give this run's deploy lock back
       ansible.builtin.import_role:
@@ -110,7 +112,8 @@ def test_another_controllers_lock_refuses_until_broken_and_check_mode_takes_noth
     elsewhere = {"run_id": "ops-box-9-%d" % time.time(), "controller": "ops-box", "user": "alice", "pid": 9,
                  "started": int(time.time()), "playbook": "deploy"}
     (lock / "owner.json").write_text(json.dumps(elsewhere))
-    for extra in ((), ("--check",)):
+    # As deploy.yml's plays: tagged always, so a run of some phases (--tags) is refused too.
+    for extra in ((), ("--check",), ("--tags", "service")):
         rc, out = _run(tmp_path, *extra)
         assert rc == 2 and "gpu1 is being deployed by another run: alice@ops-box (ansible-playbook pid 9, " in out, out
         assert _owner(lock) == elsewhere
