@@ -5,26 +5,14 @@ from __future__ import annotations
 
 # Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.sm120.sglang.plugins.plugin_utils import deploy_lock
-
-
-def _wrap(function):
-    def run_filter(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except deploy_lock.DeployLockError as exc:
-            raise AnsibleFilterError(str(exc))
-
-    run_filter.__name__ = function.__name__
-    run_filter.__doc__ = function.__doc__
-    return run_filter
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
 
 class FilterModule:
     def filters(self):
+        refuse = refusing(deploy_lock.DeployLockError)
         return {
-            "deploy_lock_run": _wrap(deploy_lock.run_of),
-            "deploy_lock_decision": _wrap(deploy_lock.decide),
+            "deploy_lock_run": refuse(deploy_lock.run_of),
+            "deploy_lock_decision": refuse(deploy_lock.decide),
         }

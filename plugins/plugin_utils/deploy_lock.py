@@ -15,7 +15,9 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 
-MALFORMED = "malformed"
+# The holder's run_id where the lock has no readable owner, as the host-side steps report it.
+from ansible_collections.sm120.sglang.plugins.module_utils.deploy_lock import MALFORMED
+
 # A run writes owner.json a moment after its mkdir; an unreadable owner younger than this is a run taking it now.
 MALFORMED_GRACE_S = 60
 
