@@ -65,9 +65,16 @@ def test_wrong_output_is_rejected_despite_its_speed_and_a_load_dependent_verdict
     wrong, capped = found["cuda_graph_max_bs_128"], found["max_running_requests_64"]
     assert wrong["decision"] == "rejected" and wrong["reason"].startswith(
         "wrong output: 0 of 4 prompts agree with the baseline on at least their first 25 %")
-    assert all(load["verdict"] == "gain" for load in wrong["loads"].values()), wrong["message"]
+    # Despite its speed: the stand-in makes it 30 % faster, and the median of each load's runs shows it. The verdict
+    # is a gain where the runs agree; one run slowed by a busy CI core widens the band to "no measurable change"
+    # (the noise rules at work), never a regression.
+    assert all(load["change"] > 0.15 and load["verdict"] in ("gain", "no measurable change")
+               for load in wrong["loads"].values()), wrong["message"]
     assert capped["decision"] == "rejected" and capped["reason"] == "slower at load high", capped["message"]
-    assert capped["loads"]["low"]["verdict"] == "gain" and capped["loads"]["high"]["verdict"] == "regression"
+    # 30 % faster for a lone user (a gain, or inside a band a slow run widened) and 50 % slower for a full server.
+    low, high = capped["loads"]["low"], capped["loads"]["high"]
+    assert low["change"] > 0.15 and low["verdict"] in ("gain", "no measurable change"), capped["message"]
+    assert high["verdict"] == "regression", capped["message"]
     # The cause of its slow high load is underfed (idle SMs at low power), or no verdict when the median run at high
     # load got fewer than the 3 power readings a verdict needs (2 busy cores delay the nvidia-smi stand-in).
     row, = [m for m in run["measurements"]
