@@ -37,6 +37,8 @@ options:
     description: The run id of a holder found stale, whose lock is taken over (C(malformed) for a lock without a
       readable owner).
     type: str
+extends_documentation_fragment:
+  - sm120.sglang.attributes
 attributes:
   check_mode:
     support: full
@@ -44,10 +46,6 @@ attributes:
   diff_mode:
     support: none
     description: The lock is the run's own state, not configuration; there is no diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on POSIX hosts.
 author:
   - sm120.sglang contributors (!UNKNOWN)
 """

@@ -34,19 +34,14 @@ options:
         V(false).
     type: bool
     default: true
+extends_documentation_fragment:
+  - sm120.sglang.attributes
+  - sm120.sglang.attributes.read_only
+  - sm120.sglang.attributes.facts
 attributes:
   check_mode:
-    support: full
     description: The module only reads, so check mode runs it in full and returns the same facts.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
-  facts:
-    support: full
-    description: Returns its results as facts under RV(ansible_facts).
   platform:
-    support: full
-    platforms: posix
     description: Runs on POSIX hosts with the NVIDIA driver's user-space tools.
 requirements:
   - C(nvidia-smi) from the NVIDIA driver on the target

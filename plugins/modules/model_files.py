@@ -48,17 +48,9 @@ options:
     description: Seconds each request to the hub may take.
     type: int
     default: 60
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads, so check mode runs it in full.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on POSIX hosts.
+extends_documentation_fragment:
+  - sm120.sglang.attributes
+  - sm120.sglang.attributes.read_only
 seealso:
   - name: Hub API, repository tree
     description: The listing this module reads.

@@ -114,6 +114,8 @@ options:
       - The C(nvidia-smi) executable, a name looked up in E(PATH) or a path; used when NVML is not available.
     type: str
     default: nvidia-smi
+extends_documentation_fragment:
+  - sm120.sglang.attributes
 attributes:
   check_mode:
     support: full
@@ -122,10 +124,6 @@ attributes:
   diff_mode:
     support: none
     description: There is nothing to compare; the module changes nothing.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on POSIX hosts.
 notes:
   - Power figures cover every GPU the power source sees, also GPUs the server does not use.
   - Energy is the sum of the GPUs' mean power times the measured duration.

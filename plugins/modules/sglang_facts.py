@@ -43,20 +43,10 @@ options:
       - JSON files on the host to read, each name mapped to its path; returned under the same names.
     type: dict
     default: {}
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads, so check mode runs it in full.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
-  facts:
-    support: full
-    description: Returns its results as facts under RV(ansible_facts).
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on POSIX hosts.
+extends_documentation_fragment:
+  - sm120.sglang.attributes
+  - sm120.sglang.attributes.read_only
+  - sm120.sglang.attributes.facts
 notes:
   - The module runs on the target's own Python, which needs C(importlib.metadata) (3.8 or later); the SGLang
     interpreter only answers where its packages are.

@@ -99,6 +99,7 @@ notes:
     immutable could not be moved into place.
 extends_documentation_fragment:
   - ansible.builtin.files
+  - sm120.sglang.attributes
 attributes:
   check_mode:
     support: full
@@ -106,10 +107,6 @@ attributes:
   diff_mode:
     support: full
     description: Returns the file before and after.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on POSIX hosts.
 seealso:
   - module: ansible.builtin.replace
   - module: ansible.builtin.lineinfile
