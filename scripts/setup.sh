@@ -10,7 +10,7 @@ VENV=${SM120_VENV:-$ROOT/.venv}
 log() { printf '[setup] %s\n' "$*"; }
 
 need_pkgs=()
-for cmd_pkg in dockerd:docker.io debootstrap:debootstrap shellcheck:shellcheck; do
+for cmd_pkg in dockerd:docker.io debootstrap:debootstrap shellcheck:shellcheck rsync:rsync; do
   command -v "${cmd_pkg%%:*}" >/dev/null 2>&1 || need_pkgs+=("${cmd_pkg#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_pkgs+=(python3-venv)
