@@ -14,5 +14,6 @@ class FilterModule:
             "preflight_problems": preflight.problems,
             "preflight_summary": preflight.summary,
             "preflight_driver_missing": preflight.driver_missing,
+            "preflight_architecture_problem": preflight.architecture_problem,
             "gpu_power_limits": power_limit.effective_limits,
         }

@@ -29,6 +29,21 @@ def _gpu(gpu):
     return "GPU %s %s" % (gpu.get("index"), gpu.get("name"))
 
 
+def architecture_problem(gpus, capability, variable="preflight_compute_capability"):
+    """The GPUs whose compute capability is not ``capability``, as one message naming ``variable``; None when none.
+
+    The preflight's check, and the driver role's after its install (gpu_driver_expected_compute_capability).
+    """
+    capability = str(capability)
+    wrong = [gpu for gpu in gpus or [] if str(gpu.get("compute_capability")) != capability]
+    if not wrong:
+        return None
+    return ("Expected compute capability %s (%s) on every GPU, found %s. Fix: this collection deploys for SM120 (RTX "
+            "PRO 6000 Blackwell); take the host out of gpu_hosts, or set %s if it is meant to run these GPUs."
+            % (capability, variable, "; ".join("%s with %s" % (_gpu(gpu), gpu.get("compute_capability")) for gpu in wrong),
+               variable))
+
+
 def problems(facts, expected, pci_gpus=None):
     """Every way the host differs from ``expected``; empty when it is what the inventory says.
 
@@ -58,13 +73,9 @@ def problems(facts, expected, pci_gpus=None):
         found.append("Expected %d GPUs (preflight_gpu_count), found %d. Fix: find the missing or extra GPUs (nvidia-smi "
                      "-L, dmesg | grep -i nvrm), or set preflight_gpu_count for this host in the inventory."
                      % (count, len(gpus)))
-    capability = str(expected["compute_capability"])
-    wrong = [gpu for gpu in gpus if str(gpu.get("compute_capability")) != capability]
+    wrong = architecture_problem(gpus, expected["compute_capability"])
     if wrong:
-        found.append("Expected compute capability %s (preflight_compute_capability) on every GPU, found %s. Fix: this "
-                     "collection deploys for SM120 (RTX PRO 6000 Blackwell); take the host out of gpu_hosts, or set "
-                     "preflight_compute_capability if it is meant to run these GPUs."
-                     % (capability, "; ".join("%s with %s" % (_gpu(gpu), gpu.get("compute_capability")) for gpu in wrong)))
+        found.append(wrong)
     minimum = int(expected["min_memory_mib"])
     small = [gpu for gpu in gpus if gpu.get("memory_total_mib") is None or int(gpu["memory_total_mib"]) < minimum]
     if small:

@@ -294,7 +294,10 @@ def test_verify_finds_the_gpus_of_another_architecture():
     h200 = parse_query_gpu_csv((GPU_FIXTURES / "h200-device-run" / "query-gpu.csv").read_text())
     role = RoleVars(HOSTS["debian12"], facts_from_modules={"nvidia_gpus": h200 + rtx_pro_6000_x8()[:1],
                                                            "nvidia_driver_version": "575.57.08"})
-    assert [gpu["name"] for gpu in role["__gpu_driver_wrong_architecture"]] == ["NVIDIA H200"]
+    assert role["__gpu_driver_architecture_problem"] == (
+        "Expected compute capability 12.0 (gpu_driver_expected_compute_capability) on every GPU, found GPU 0 NVIDIA "
+        "H200 with 9.0. Fix: this collection deploys for SM120 (RTX PRO 6000 Blackwell); take the host out of "
+        "gpu_hosts, or set gpu_driver_expected_compute_capability if it is meant to run these GPUs.")
     assert role["__gpu_driver_loaded_branch"] == "575"
     assert role["__gpu_driver_persistence_off"] == []
 

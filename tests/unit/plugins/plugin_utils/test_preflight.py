@@ -47,6 +47,17 @@ def test_an_h200_host_is_refused_naming_count_capability_and_interconnect():
     assert found[2].startswith("Expected interconnect pcie (preflight_interconnect), found single.")
 
 
+def test_the_capability_check_the_driver_role_shares_names_its_variable_or_says_nothing():
+    gpus = facts("rtx-pro-6000-server-x8")["nvidia_gpus"]
+    assert preflight.architecture_problem(gpus, "12.0", "gpu_driver_expected_compute_capability") is None
+    assert preflight.architecture_problem(gpus, 12.0) is None
+    assert preflight.architecture_problem(gpus[:1] + facts("h200-driver-580.159.04")["nvidia_gpus"], "12.0",
+                                          "gpu_driver_expected_compute_capability") == (
+        "Expected compute capability 12.0 (gpu_driver_expected_compute_capability) on every GPU, found GPU 0 NVIDIA "
+        "H200 with 9.0. Fix: this collection deploys for SM120 (RTX PRO 6000 Blackwell); take the host out of "
+        "gpu_hosts, or set gpu_driver_expected_compute_capability if it is meant to run these GPUs.")
+
+
 def test_a_driver_too_old_for_the_release_s_cuda_build_is_named_with_both():
     found = preflight.problems(facts("rtx-pro-6000-server-x8", driver="575.51.03"), EXPECTED)
     assert found == ["SGLang 0.5.23 needs NVIDIA driver branch 580 or newer for its CUDA 13.0 build; the host runs driver "
