@@ -32,23 +32,32 @@ import re
 import sys
 from pathlib import Path
 
+# Beside this script (run as a script, its directory is on sys.path).
+from h200_power_sampling import put_collection_on_path
+
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "docs" / "evidence" / "real-sglang-h200" / "smoke-experiments.md"
 ROW = re.compile(r"^\| (\d+)\. (?P<label>.+), load (?P<load>\S+) \| [^|]* \| [0-9,.]+ \| (?P<runs>[0-9,. ]+) \(")
 EFFECTS = (1.10, 1.25, 1.50, 0.90, 0.75, 0.50)
 
 
-def median(values):
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+def collection_experiments():
+    """plugins/plugin_utils/experiments.py of this checkout: the band rule measured is the one the role runs."""
+    put_collection_on_path(None)
+    from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments  # pylint: disable=import-outside-toplevel
+    return experiments
+
+
+EXPERIMENTS = collection_experiments()
+median = EXPERIMENTS.median
 
 
 def band_verdict(base, cand, tolerance=0.03, multiple=2.0):
-    spread = max((max(v) - min(v)) / median(v) for v in (base, cand))
-    band = max(tolerance, multiple * spread)
-    change = median(cand) / median(base) - 1
-    return "gain" if change > band else "regression" if change < -band else "none"
+    """The project's rule (experiments.compare_load) on two lists of output tok/s."""
+    found = EXPERIMENTS.compare_load([{"output_tokens_per_s": v} for v in base],
+                                     [{"output_tokens_per_s": v} for v in cand],
+                                     {"tolerance": tolerance, "noise_multiple": multiple})
+    return {EXPERIMENTS.GAIN: "gain", EXPERIMENTS.REGRESSION: "regression"}.get(found["verdict"], "none")
 
 
 def mad(values):
