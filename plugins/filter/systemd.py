@@ -6,6 +6,7 @@ from __future__ import annotations
 # Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import systemd
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
 
 class FilterModule:
@@ -14,4 +15,5 @@ class FilterModule:
             "systemd_command": systemd.command_line,
             "systemd_exec_start": systemd.exec_start,
             "systemd_env_value": systemd.environment_value,
+            "systemd_written_since_start": refusing(ValueError)(systemd.written_since_start),
         }

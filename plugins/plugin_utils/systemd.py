@@ -7,7 +7,9 @@
 - an ExecStart= of one program and its flags: a line per flag and its values, joined by backslash-newlines, which
   systemd reads as spaces (the argv is the same; the unit reads better);
 - a value of an EnvironmentFile= (systemd.exec(5)): safe values as they are, others in double quotes with ``\\``,
-  ``"``, backquote and ``$`` escaped.
+  ``"``, backquote and ``$`` escaped;
+- which of the files a service runs were written after it started (a run stopped between writing them and the
+  restart).
 """
 
 from __future__ import annotations
@@ -58,3 +60,30 @@ def environment_value(value):
     if _SAFE_VALUE.match(text):
         return text
     return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`").replace("$", "\\$")
+
+
+def written_since_start(output):
+    """The files a service runs that were written after its main process started: the service runs older ones.
+
+    ``output``: what the role's read prints, the unit's ExecMainStartTimestamp from
+    ``systemctl show --timestamp=unix -p ExecMainStartTimestamp --value UNIT`` (``@1796293615``, empty when the unit
+    never started) on the first line, then one ``MTIME PATH`` line per file that exists (``stat -c '%Y %n'``).
+
+    A run killed after writing the unit, its environment, its configuration or the patches and before its restart
+    handler ran (a closed laptop, a dropped SSH session) leaves the server running the old files, and the next run
+    finds every file as it wants it: only their times tell. Seconds, as stat and systemctl print them: a file written
+    in the same second as the start is taken as older (the role writes before it restarts, never after).
+    Returns the paths written later than the start, in the order given; empty when the service never started.
+    """
+    lines = str(output or "").splitlines()
+    started = lines[0].strip().lstrip("@") if lines else ""
+    if not started.isdigit() or int(started) == 0:
+        return []
+    newer = []
+    for line in lines[1:]:
+        mtime, _, path = line.strip().partition(" ")
+        if not mtime.isdigit() or not path:
+            raise ValueError("cannot read %r as 'MTIME PATH' (stat -c '%%Y %%n')" % line)
+        if int(mtime) > int(started):
+            newer.append(path)
+    return newer

@@ -57,3 +57,28 @@ def test_exec_start_puts_each_flag_and_its_values_on_a_line_of_its_own():
 ])
 def test_an_environment_value_escapes_what_systemd_would_read_otherwise(value, written):
     assert systemd.environment_value(value) == written
+
+
+# ---- which files a running service is older than ---------------------------------------------------------------
+
+def test_a_file_written_after_the_start_is_named_and_older_or_same_second_ones_are_not():
+    # As systemctl and stat print them on Debian 12 (systemd 252), the environment rewritten by a run killed
+    # before its restart.
+    output = ("@1796293615\n"
+              "1796293570 /etc/systemd/system/sglang-glm-5-nvfp4.service\n"
+              "1796293702 /etc/sglang/glm-5-nvfp4.env\n"
+              "1796293615 /etc/sglang/glm-5-nvfp4.yaml\n")
+    assert systemd.written_since_start(output) == ["/etc/sglang/glm-5-nvfp4.env"]
+
+
+def test_a_service_started_after_every_file_or_never_started_is_not_stale():
+    assert systemd.written_since_start("@1796293615\n1796293570 /etc/a\n1796293600 /etc/b\n") == []
+    # Never started: systemctl prints an empty value (or 0); nothing to restart, the role starts it.
+    assert systemd.written_since_start("\n1796293570 /etc/a\n") == []
+    assert systemd.written_since_start("0\n1796293570 /etc/a\n") == []
+    assert systemd.written_since_start("") == []
+
+
+def test_a_line_that_is_not_a_time_and_a_path_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"cannot read 'stat: cannot statx' as 'MTIME PATH'"):
+        systemd.written_since_start("@1796293615\nstat: cannot statx")
