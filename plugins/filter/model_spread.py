@@ -13,4 +13,5 @@ class FilterModule:
         return {
             "sglang_service_model_spread": refusing(model_spread.SpreadError)(model_spread.spread_plan),
             "sglang_service_model_disk_problem": refusing(model_spread.SpreadError)(model_spread.disk_problem),
+            "sglang_service_model_take_problem": refusing(model_spread.SpreadError)(model_spread.take_problem),
         }

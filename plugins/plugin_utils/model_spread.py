@@ -75,3 +75,24 @@ def disk_problem(free_bytes, total_bytes, present_bytes=0, needed_gb=None, path=
         return None
     return ("The model needs %.1f GB more on the filesystem of %s on %s, which has %.1f GB free. Free space there, "
             "or set sglang_service_model_path to a larger filesystem." % (need / 1e9, path, host, free / 1e9))
+
+
+def take_problem(results, host="", source="", url="", partial=""):
+    """Why a host could not take every file from the source, or None when it took them all.
+
+    ``results``: the registered loop of the role's transfer (one result per file: ``item.path``, ``rc``, ``stderr``).
+    The message says how many files came and which did not, rsync's own words for the first, where the taken ones
+    are kept, and the two ways on: run again once the source answers (only the rest is taken), or another source.
+    """
+    if not isinstance(results, (list, tuple)):
+        raise SpreadError("the transfer's results are %r, not the list of its loop" % (results,))
+    failed = [result for result in results if result.get("failed") or result.get("rc", 0) != 0]
+    if not failed:
+        return None
+    names = [str((result.get("item") or {}).get("path", "?")) for result in failed]
+    words = " ".join(str(failed[0].get("stderr") or failed[0].get("msg") or "").split())
+    return ("%s took %d of %d files from %s (%s) and could not take %s: %s. The files it took are kept in %s and checked "
+            "on the next run, which takes only the rest: run the play again once %s answers, or set "
+            "sglang_service_model_source to another host that has the model."
+            % (host, len(results) - len(failed), len(results), source, url, ", ".join(names), words or "no reason given",
+               partial, source))

@@ -15,7 +15,8 @@ Run by hand against the model scenario's hosts (three GPU hosts and a stand-in H
 sm120-model-2 has taken its first file, sm120-model-1 is cut off the network (``docker network disconnect``: its
 share stops answering, as a source host that died). Checks:
 
-- the run fails on sm120-model-2, and nothing is moved into the model directory there (only the .partial one);
+- the run fails on sm120-model-2 naming the source, what came and what did not, and nothing is moved into the
+  model directory there (only the .partial one);
 - what it had taken and verified is kept in the .partial directory;
 - with the source back, a rerun completes: the model is in place on every host, the same bytes as the source's,
   and each file kept before the rerun is the same file (same inode: not taken again).
@@ -155,8 +156,11 @@ def main(argv=None):
             recap = re.search(r"%s\s+:\s+ok=\d+\s+changed=\d+\s+unreachable=\d+\s+failed=(\d+)" % TAKER, output)
             if not recap or recap.group(1) == "0":
                 problems.append("%s did not fail" % TAKER)
-            failure = re.search(r"fatal: \[%s\][^\n]*\n?[^\n]*" % TAKER, output)
-            record["failure"] = failure.group(0)[:600] if failure else None
+            failure = re.search(r"%s took \d+ of \d+ files from %s \([^)]*\) and could not take .*? another host that has the model\." % (TAKER, SOURCE),
+                                output)
+            record["failure"] = failure.group(0) if failure else None
+            if not failure:
+                problems.append("the failure does not say what %s took from %s and what not" % (TAKER, SOURCE))
             in_place = on_host(TAKER, "test -e %s" % model)[0] == 0
             kept = files_of(TAKER, model + ".partial")
             source = files_of(SOURCE, model)

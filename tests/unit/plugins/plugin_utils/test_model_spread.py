@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils.model_spread import SpreadError, disk_problem, spread_plan
+from ansible_collections.sm120.sglang.plugins.plugin_utils.model_spread import (
+    SpreadError,
+    disk_problem,
+    spread_plan,
+    take_problem,
+)
 
 HOSTVARS = {"gpu-1": {"ansible_host": "10.0.0.1"}, "gpu-2": {"ansible_host": "10.0.0.2"},
             "gpu-3": {"ansible_host": "gpu-3.example", "sglang_service_model_share_address": "192.168.50.3"},
@@ -72,3 +77,35 @@ def test_a_figure_in_gb_raises_the_need():
 def test_df_output_that_is_no_number_is_refused():
     with pytest.raises(SpreadError, match="not a number of bytes"):
         disk_problem("Avail", 100)
+
+
+# ---- a transfer the source did not finish -------------------------------------------------------------------------
+
+# As the role registers its loop when the source was cut off after the first file (tests/faults/model_source_dies.py).
+NO_ROUTE = ("rsync: [Receiver] failed to connect to 172.28.8.11 (172.28.8.11): No route to host (113)\n"
+            "rsync error: error in socket IO (code 10) at clientserver.c(141) [Receiver=3.2.7]")
+CUT = [
+    {"item": {"path": "config.json", "size": 72}, "rc": 0, "changed": True, "stderr": ""},
+    {"item": {"path": "model-00001-of-00002.safetensors"}, "rc": 10, "failed": True, "attempts": 2, "stderr": NO_ROUTE},
+    {"item": {"path": "tokenizer_config.json"}, "rc": 10, "failed": True, "attempts": 2, "stderr": NO_ROUTE},
+]
+
+
+def test_a_source_that_stopped_answering_is_named_with_what_came_what_did_not_and_how_to_go_on():
+    assert take_problem(CUT, "sm120-model-2", "sm120-model-1", "rsync://172.28.8.11:8730/model",
+                        "/srv/models/glm-5-nvfp4.partial") == (
+        "sm120-model-2 took 1 of 3 files from sm120-model-1 (rsync://172.28.8.11:8730/model) and could not take "
+        "model-00001-of-00002.safetensors, tokenizer_config.json: rsync: [Receiver] failed to connect to 172.28.8.11 "
+        "(172.28.8.11): No route to host (113) rsync error: error in socket IO (code 10) at clientserver.c(141) "
+        "[Receiver=3.2.7]. The files it took are kept in /srv/models/glm-5-nvfp4.partial and checked on the next run, "
+        "which takes only the rest: run the play again once sm120-model-1 answers, or set sglang_service_model_source "
+        "to another host that has the model.")
+
+
+def test_a_finished_or_skipped_transfer_is_no_problem_and_a_result_that_is_not_a_loop_is_refused():
+    assert take_problem(CUT[:1], "h", "s") is None
+    # Check mode skips the command: no rc.
+    assert take_problem([{"item": {"path": "config.json"}, "skipped": True, "changed": False}], "h", "s") is None
+    assert take_problem([], "h", "s") is None
+    with pytest.raises(SpreadError, match="not the list of its loop"):
+        take_problem({"skipped": True}, "h", "s")
