@@ -81,7 +81,7 @@ def written_since_start(output):
         return []
     newer = []
     for line in lines[1:]:
-        mtime, _, path = line.strip().partition(" ")
+        mtime, path = (line.strip().split(" ", 1) + [""])[:2]
         if not mtime.isdigit() or not path:
             raise ValueError("cannot read %r as 'MTIME PATH' (stat -c '%%Y %%n')" % line)
         if int(mtime) > int(started):
