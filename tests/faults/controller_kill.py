@@ -64,6 +64,29 @@ def ephemeral_dir(scenario):
                         "molecule.%s.%s" % (checksum(os.path.basename(ROOT), 4), scenario))
 
 
+def scenario_dir(scenario):
+    """The scenario's molecule directory, or exit naming the command that makes it: molecule keeps the directory
+    after a destroy, and its state.yml says whether the hosts are there and converged."""
+    ephemeral = ephemeral_dir(scenario)
+    state = os.path.join(ephemeral, "state.yml")
+    converged = False
+    if os.path.isfile(state):
+        with open(state, encoding="utf-8") as handle:
+            converged = bool(re.search(r"^converged: true$", handle.read(), re.M))
+    if not converged:
+        sys.exit("%s has no converged hosts: run `.venv/bin/molecule converge -s %s` first." % (ephemeral, scenario))
+    return ephemeral
+
+
+def report(record, json_path=None):
+    """Print a fault script's record, write it where asked; the exit status: 1 when it names a problem."""
+    print(json.dumps(record, indent=1))
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=1)
+    return 1 if record["problems"] else 0
+
+
 def controller_env(ephemeral):
     env = dict(os.environ)
     env.update({
@@ -222,10 +245,7 @@ def main(argv=None):
     parser.add_argument("--log", default="/tmp/sm120-controller-kill.log")
     parser.add_argument("--json", default=None, help="write every trial's record here")
     args = parser.parse_args(argv)
-    ephemeral = ephemeral_dir(args.scenario)
-    if not os.path.isfile(os.path.join(ephemeral, "ansible.cfg")):
-        sys.exit("%s has no molecule inventory: run `.venv/bin/molecule converge -s %s` first."
-                 % (ephemeral, args.scenario))
+    ephemeral = scenario_dir(args.scenario)
     seed = args.seed if args.seed is not None else int(time.time())
     rng = random.Random(seed)
     env = controller_env(ephemeral)

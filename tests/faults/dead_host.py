@@ -84,10 +84,7 @@ def main(argv=None):
     parser.add_argument("--log", default="/tmp/sm120-dead-host.log")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    ephemeral = fleet.ephemeral_dir(args.scenario)
-    if not os.path.isfile(os.path.join(ephemeral, "ansible.cfg")):
-        sys.exit("%s has no molecule inventory: run `.venv/bin/molecule converge -s %s` first."
-                 % (ephemeral, args.scenario))
+    ephemeral = fleet.scenario_dir(args.scenario)
     env = fleet.controller_env(ephemeral)
     round_no = 3000 + int(time.time()) % 1000
     client_dir = os.path.join(ephemeral, "dead-host-client")
@@ -146,11 +143,7 @@ def main(argv=None):
             problems.append("the rerun failed (rc %d): %s" % (rerun_rc, rerun_out[-1500:]))
         problems += fleet.check_hosts(round_no)
     record["problems"] = problems
-    print(json.dumps(record, indent=1))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=1)
-    return 1 if problems else 0
+    return fleet.report(record, args.json)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ Prints a JSON record; exits 1 when a check fails.
 """
 
 import argparse
-import json
 import os
 import re
 import signal
@@ -46,14 +45,10 @@ HOSTS = ("sm120-model-1", "sm120-model-2", "sm120-model-3")
 TAKEN = re.compile(r"^changed: \[%s\] => \(item=(?P<file>\S+)" % TAKER)
 
 
-def on_host(host, command):
-    return fleet.on_host(host, command)
-
-
 def files_of(host, directory):
     """path -> (inode, sha256) of every file under directory on host, but the hf CLI's download records
     (.cache/huggingface, which it keeps in the directory it downloads to, on the source alone)."""
-    rc, out = on_host(host, "cd %s 2>/dev/null && find . -path ./.cache -prune -o -type f -printf '%%i %%P\\n' | "
+    rc, out = fleet.on_host(host, "cd %s 2>/dev/null && find . -path ./.cache -prune -o -type f -printf '%%i %%P\\n' | "
                             "while read -r inode path; "
                             "do echo \"$inode $(sha256sum \"$path\" | cut -c1-64) $path\"; done" % directory)
     found = {}
@@ -80,7 +75,7 @@ def same_bytes_everywhere(model):
         there = {path: digest for path, (_inode, digest) in files_of(host, model).items()}
         if not there or there != source:
             problems.append("%s does not hold the source's bytes at %s" % (host, model))
-        if on_host(host, "test -e %s.partial" % model)[0] == 0:
+        if fleet.on_host(host, "test -e %s.partial" % model)[0] == 0:
             problems.append("%s still has %s.partial" % (host, model))
     return problems
 
@@ -102,7 +97,7 @@ def controller_killed_mid_spread(ephemeral, env, log):
             break
     proc.wait()
     record = {"model": model, "killed_after": killed,
-              "share_left_open": on_host(SOURCE, "systemctl is-active %s" % SHARE_UNIT)[1] == "active"}
+              "share_left_open": fleet.on_host(SOURCE, "systemctl is-active %s" % SHARE_UNIT)[1] == "active"}
     log.write("=== the rerun after the kill\n")
     rerun_rc, _tasks, out = fleet.run_full(argv, env, log)
     record["rerun_rc"] = rerun_rc
@@ -112,7 +107,7 @@ def controller_killed_mid_spread(ephemeral, env, log):
         problems.append("the rerun after the kill failed (rc %d): %s" % (rerun_rc, failure.group(0)[:600] if failure
                                                                          else out[-800:]))
     problems += same_bytes_everywhere(model)
-    if on_host(SOURCE, "systemctl is-active %s" % SHARE_UNIT)[1] == "active":
+    if fleet.on_host(SOURCE, "systemctl is-active %s" % SHARE_UNIT)[1] == "active":
         problems.append("%s is still sharing the model after the rerun (%s active)" % (SOURCE, SHARE_UNIT))
     record["problems"] = problems
     return record
@@ -124,10 +119,7 @@ def main(argv=None):
     parser.add_argument("--log", default="/tmp/sm120-model-source-dies.log")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    ephemeral = fleet.ephemeral_dir(args.scenario)
-    if not os.path.isfile(os.path.join(ephemeral, "ansible.cfg")):
-        sys.exit("%s has no molecule inventory: run `.venv/bin/molecule converge -s %s` first."
-                 % (ephemeral, args.scenario))
+    ephemeral = fleet.scenario_dir(args.scenario)
     env = fleet.controller_env(ephemeral)
     model = "/srv/models/source-dies-%d" % (int(time.time()) % 100000)
     argv = model_argv(ephemeral, model)
@@ -160,7 +152,7 @@ def main(argv=None):
             record["failure"] = failure.group(0) if failure else None
             if not failure:
                 problems.append("the failure does not say what %s took from %s and what not" % (TAKER, SOURCE))
-            in_place = on_host(TAKER, "test -e %s" % model)[0] == 0
+            in_place = fleet.on_host(TAKER, "test -e %s" % model)[0] == 0
             kept = files_of(TAKER, model + ".partial")
             source = files_of(SOURCE, model)
             verified = sorted(path for path, (_inode, digest) in kept.items()
@@ -187,12 +179,7 @@ def main(argv=None):
         killed = controller_killed_mid_spread(ephemeral, env, log)
     record["controller_killed_mid_spread"] = killed
     record["problems"] = problems + killed["problems"]
-    problems = record["problems"]
-    print(json.dumps(record, indent=1))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=1)
-    return 1 if problems else 0
+    return fleet.report(record, args.json)
 
 
 if __name__ == "__main__":
