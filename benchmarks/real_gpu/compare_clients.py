@@ -46,10 +46,10 @@ from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_pow
 WARMUP = 4
 
 
-def loads_of(inventory):
+def loads_of(inventory, profile_name=None):
     import yaml
     data = yaml.safe_load((Path(inventory) / "group_vars" / "gpu_hosts.yml").read_text())
-    profile = data["sglang_service_profiles"][data["sglang_service_profile"]]
+    profile = data["sglang_service_profiles"][profile_name or data["sglang_service_profile"]]
     return sorted(profile["loads"].items(), key=lambda item: item[1]["concurrency"])
 
 
@@ -90,6 +90,34 @@ def witness(before, after):
 
 
 # ------------------------------------------------------------------ the two clients
+
+USAGE_ASKED = b', "stream_options": {"include_usage": true}'
+
+
+@contextlib.contextmanager
+def without_usage_chunk():
+    """serving_benchmark's requests without ``stream_options.include_usage``, as bench_serving sends them (whose
+    parser cannot take the usage chunk's empty ``choices``, so the A/B goes this way): one difference between the
+    two clients' requests tried alone. Output tokens are then counted from the stream's chunks."""
+    from ansible_collections.sm120.sglang.plugins.module_utils import serving_benchmark as module
+    original = module.build_request_body
+
+    def body(plan, prompt):
+        text = original(plan, prompt)
+        if USAGE_ASKED not in text:
+            raise RuntimeError("serving_benchmark's request body no longer asks for usage as %r: mend "
+                               "compare_clients.without_usage_chunk" % USAGE_ASKED)
+        return text.replace(USAGE_ASKED, b"", 1)
+
+    module.build_request_body = body
+    try:
+        yield
+    finally:
+        module.build_request_body = original
+
+
+TOOLS = ("serving_benchmark", "serving_benchmark_no_usage", "bench_serving")
+
 
 def ours(url, model, load, vocab_size, tag):
     plan = BenchmarkPlan(url=url, model=model, concurrency=load["concurrency"], num_requests=load["num_requests"],
@@ -170,29 +198,39 @@ def main(argv=None):
     parser.add_argument("--model", required=True)
     parser.add_argument("--tokenizer", required=True, type=Path)
     parser.add_argument("--inventory", required=True, type=Path)
+    parser.add_argument("--profile", default=None, help="the inventory's profile whose loads are run (its default)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tools", default="serving_benchmark,bench_serving",
+                        help="the clients each round runs, in turn first: any of %s" % ", ".join(TOOLS))
     parser.add_argument("--bench-endpoint", choices=sorted(BENCH_ENDPOINTS), default="completions",
                         help="where bench_serving sends its token ids (see above)")
     parser.add_argument("--loads", default="", help="compare at these loads only, e.g. c64 (all when empty)")
     parser.add_argument("--requests", default="", help="requests a run by load name, e.g. c16=256,c64=512")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
+    tools = [tool for tool in args.tools.split(",") if tool]
+    unknown = sorted(set(tools) - set(TOOLS))
+    if unknown or not tools:
+        parser.error("--tools %s: use some of %s" % (",".join(unknown) or "(none)", ", ".join(TOOLS)))
     vocab_size = json.loads((args.tokenizer / "config.json").read_text())["vocab_size"]
     longer = {name: int(count) for name, count in (item.split("=") for item in args.requests.split(",") if item)}
     loads = [(name, dict(load, num_requests=longer.get(name, load["num_requests"])))
-             for name, load in loads_of(args.inventory)
+             for name, load in loads_of(args.inventory, args.profile)
              if not args.loads or name in args.loads.split(",")]
     rows = []
     with open(args.out, "a") as out:
         for name, load in loads:
             for repeat in range(args.repeats):
-                order = ("serving_benchmark", "bench_serving")
-                order = order if repeat % 2 == 0 else order[::-1]
-                for tool in order:
+                # Each tool goes first in turn (two tools: alternately).
+                shift = repeat % len(tools)
+                for tool in tools[shift:] + tools[:shift]:
                     before = metrics(args.url)
                     began = time.time()
                     if tool == "serving_benchmark":
                         figures = ours(args.url, args.model, load, vocab_size, "cmp-%s-%d" % (name, repeat))
+                    elif tool == "serving_benchmark_no_usage":
+                        with without_usage_chunk():
+                            figures = ours(args.url, args.model, load, vocab_size, "cmpnu-%s-%d" % (name, repeat))
                     else:
                         figures = bench_serving(args.url, args.model, args.tokenizer, load, repeat,
                                                 args.out.with_name("bench_serving.jsonl"), args.bench_endpoint)
@@ -205,7 +243,7 @@ def main(argv=None):
                     rows.append(row)
                     out.write(json.dumps(row) + "\n")
                     out.flush()
-                    print("%-5s run %d %-17s %9.1f out tok/s  TTFT p50 %8.1f p99 %8.1f ms  input %d (server "
+                    print("%-5s run %d %-26s %9.1f out tok/s  TTFT p50 %8.1f p99 %8.1f ms  input %d (server "
                           "counted %d with warm-up)" % (name, repeat + 1, tool, figures["output_tok_s"],
                                                         figures["ttft_ms"]["p50"] or 0, figures["ttft_ms"]["p99"] or 0,
                                                         figures["input_tokens"], server["prompt_tokens"]), flush=True)
@@ -217,17 +255,17 @@ def main(argv=None):
                 args.out.with_name(name).write_bytes(response.read())
         except OSError as exc:
             args.out.with_name(name).write_text("%s: %s\n" % (path, exc))
-    print("\nload   serving_benchmark  bench_serving   ratio   TTFT p99 ours / bs (ms)")
+    print("\nload   tool                        out tok/s (median)  ratio to bench_serving   TTFT p99 ms (median)")
     for name, _load in loads:
-        mine = [r["client"] for r in rows if r["load"] == name and r["tool"] == "serving_benchmark"]
-        theirs = [r["client"] for r in rows if r["load"] == name and r["tool"] == "bench_serving"]
-        if not mine or not theirs:
-            continue
-        a = statistics.median(r["output_tok_s"] for r in mine)
-        b = statistics.median(r["output_tok_s"] for r in theirs)
-        print("%-6s %17.1f %14.1f %7.3f   %8.1f / %8.1f" % (
-            name, a, b, a / b, statistics.median(r["ttft_ms"]["p99"] for r in mine),
-            statistics.median(r["ttft_ms"]["p99"] for r in theirs)))
+        medians = {}
+        for tool in tools:
+            runs = [r["client"] for r in rows if r["load"] == name and r["tool"] == tool]
+            if runs:
+                medians[tool] = (statistics.median(r["output_tok_s"] for r in runs),
+                                 statistics.median(r["ttft_ms"]["p99"] or 0 for r in runs))
+        for tool, (tok_s, ttft) in medians.items():
+            ratio = tok_s / medians["bench_serving"][0] if "bench_serving" in medians else None
+            print("%-6s %-27s %18.1f  %22s   %8.1f" % (name, tool, tok_s, "%.3f" % ratio if ratio else "-", ttft))
     return 0
 
 

@@ -28,9 +28,11 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
 
 Results go to /var/tmp/sm120-real/results (then $OUT/results.tar.gz, $OUT/summary.md, $OUT/harness.log).
 
-For a short session, two variables narrow a run: SM120_REAL_DEPLOY_TAGS (the deploy's tags, e.g.
-``preflight,service`` to start the server without the smoke test) and SM120_REAL_COMPARE_LOADS (the loads the
-clients are compared at, e.g. ``c64``):
+For a short session, variables narrow a run: SM120_REAL_DEPLOY_TAGS (the deploy's tags, e.g.
+``preflight,service`` to start the server without the smoke test), SM120_REAL_COMPARE_LOADS (the loads the
+clients are compared at, e.g. ``c64``) and SM120_REAL_COMPARE_TOOLS (compare_clients.py's --tools). Another
+variable picks the model: SM120_REAL_PROFILE=llama-8b-random makes and serves a 5.8 B Llama (32 layers, hidden
+4,096), whose decode the GPU limits rather than the server's host side:
 
     SM120_REAL_DEPLOY_TAGS=preflight,service SM120_REAL_COMPARE_LOADS=c64 \
         python3 benchmarks/real_gpu/host.py go --only model,deploy,compare --budget 330
@@ -62,7 +64,13 @@ REPO = HERE.parent.parent
 HOME = Path("/opt/sm120-real")
 SITE = HOME / "site"
 PYTHON = HOME / "bin" / "python"
-MODEL = HOME / "models" / "llama-1b-random"
+# The harness's profiles (inventory/group_vars/gpu_hosts.yml) and the shape make_model.py gives each: the 1.1 B
+# model is limited by the server's host side on an H200, the 5.8 B one by the GPU (docs/evidence/real-sglang-h200.md).
+MODEL_SHAPES = {"llama-1b-random": [], "llama-8b-random": ["--layers", "32", "--hidden", "4096"]}
+PROFILE = os.environ.get("SM120_REAL_PROFILE", "llama-1b-random")
+if PROFILE not in MODEL_SHAPES:
+    sys.exit("SM120_REAL_PROFILE=%s is not a profile of the harness: use one of %s" % (PROFILE, ", ".join(MODEL_SHAPES)))
+MODEL = HOME / "models" / PROFILE
 WORK = Path(os.environ.get("SM120_REAL_WORK", "/var/tmp/sm120-real"))
 RESULTS = WORK / "results"
 LOG = WORK / "harness.log"
@@ -70,11 +78,13 @@ PID = WORK / "harness.pid"
 DONE = WORK / "done"
 INVENTORY = HERE / "inventory"
 URL = "http://127.0.0.1:30000"
-UNIT = "sglang-llama-1b-random.service"
+UNIT = "sglang-%s.service" % PROFILE
 TUNING = ["cuda_graph_max_bs_128", "max_running_requests_64"]
 # The clients' comparison runs 6 to 20 s a load (the profile's loads, 2 to 13 s, are the smoke test's): on the first
 # run, loads that short spread by up to 34 % from one run to the next.
-COMPARE_REQUESTS = "c1=16,c16=256,c64=512,c256=768"
+COMPARE_REQUESTS = {"llama-1b-random": "c1=16,c16=256,c64=512,c256=768",
+                    # 10 to 20 s a run at the 5.8 B model's rates
+                    "llama-8b-random": "c1=6,c16=128,c64=384,c256=768"}[PROFILE]
 PHASES = ("setup", "model", "deploy", "compare", "cause", "parity", "experiments", "summary")
 REHEARSAL_SKIPS = ("compare", "cause")
 REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
@@ -191,7 +201,7 @@ def phase_model():
         MODEL.mkdir(parents=True, exist_ok=True)
         (MODEL / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}))
         return
-    run([str(PYTHON), str(HERE / "make_model.py"), str(MODEL)], "model", env=tool_env())
+    run([str(PYTHON), str(HERE / "make_model.py"), str(MODEL)] + MODEL_SHAPES[PROFILE], "model", env=tool_env())
 
 
 def unit_times():
@@ -251,6 +261,7 @@ def playbook(name, host_vars):
     shutil.rmtree(inventory, ignore_errors=True)
     shutil.copytree(INVENTORY, inventory)
     (inventory / "host_vars").mkdir(exist_ok=True)
+    host_vars = dict(host_vars, sglang_service_profile=PROFILE, sglang_service_model_path=str(MODEL))
     (inventory / "host_vars" / "h200.yml").write_text(json.dumps(host_vars, indent=1) + "\n")
     argv = [str(PYTHON), "-m", "ansible", "playbook", "-i", str(inventory), "playbooks/deploy.yml", "--tags", tags]
     with Readiness() as readiness:
@@ -273,15 +284,16 @@ def phase_deploy():
 
 
 def phase_compare():
-    run([str(PYTHON), str(HERE / "compare_clients.py"), "--url", URL, "--model", "llama-1b-random",
-         "--tokenizer", str(MODEL), "--inventory", str(INVENTORY), "--repeats", "3", "--requests", COMPARE_REQUESTS,
-         "--loads", os.environ.get("SM120_REAL_COMPARE_LOADS", ""),
+    run([str(PYTHON), str(HERE / "compare_clients.py"), "--url", URL, "--model", PROFILE,
+         "--tokenizer", str(MODEL), "--inventory", str(INVENTORY), "--profile", PROFILE, "--repeats", "3",
+         "--requests", COMPARE_REQUESTS, "--loads", os.environ.get("SM120_REAL_COMPARE_LOADS", ""),
+         "--tools", os.environ.get("SM120_REAL_COMPARE_TOOLS", "serving_benchmark,bench_serving"),
          "--out", str(RESULTS / "compare.jsonl")], "compare", env=tool_env(), timeout=1500)
 
 
 def phase_cause():
     vocab_size = json.loads((MODEL / "config.json").read_text())["vocab_size"]
-    run([str(PYTHON), str(HERE / "trace_gpu.py"), "--url", URL, "--model", "llama-1b-random",
+    run([str(PYTHON), str(HERE / "trace_gpu.py"), "--url", URL, "--model", PROFILE,
          "--vocab-size", str(vocab_size), "--out", str(RESULTS / "cause.json")], "cause", env=tool_env(), timeout=900)
 
 
@@ -292,7 +304,7 @@ PARITY_PROMPTS = ["The capital of France is", "Write the next number: 2, 4, 8, 1
 def parity(label):
     texts = []
     for prompt in PARITY_PROMPTS:
-        body = json.dumps({"model": "llama-1b-random", "prompt": prompt, "max_tokens": 16, "temperature": 0}).encode()
+        body = json.dumps({"model": PROFILE, "prompt": prompt, "max_tokens": 16, "temperature": 0}).encode()
         request = urllib.request.Request(URL + "/v1/completions", body, {"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=120) as response:
             texts.append(json.loads(response.read())["choices"][0]["text"])
