@@ -15,5 +15,5 @@ class FilterModule:
             "systemd_command": systemd.command_line,
             "systemd_exec_start": systemd.exec_start,
             "systemd_env_value": systemd.environment_value,
-            "systemd_written_since_start": refusing(ValueError)(systemd.written_since_start),
+            "systemd_restart_plan": refusing(ValueError)(systemd.restart_plan),
         }

@@ -87,3 +87,23 @@ def written_since_start(output):
         if int(mtime) > int(started):
             newer.append(path)
     return newer
+
+
+def restart_plan(output, writes):
+    """Whether a service restarts for what it runs, and why: the one decision the service role asks.
+
+    ``output``: the read of ``written_since_start``. ``writes``: the registered results of this run's writes of what
+    the service runs (unit, environment, configuration, readiness check), a result counting as a write where its
+    ``changed`` is true (a skipped or unchanged one does not).
+
+    Returns ``restart`` (it must restart), ``written`` (this run changed one of those files: the write notified the
+    restart itself), ``stale`` (the files written after the server started, as ``written_since_start`` names them)
+    and ``stale_only`` (only those say so: a run stopped before its restart left the server on old files, and this
+    run must ask for the restart itself, naming them).
+    """
+    if not isinstance(writes, (list, tuple)):
+        raise ValueError("the writes must be a list of registered results, got %s" % type(writes).__name__)
+    written = any(isinstance(result, dict) and bool(result.get("changed")) for result in writes)
+    stale = written_since_start(output)
+    return {"restart": written or bool(stale), "written": written, "stale": stale,
+            "stale_only": bool(stale) and not written}

@@ -82,3 +82,39 @@ def test_a_service_started_after_every_file_or_never_started_is_not_stale():
 def test_a_line_that_is_not_a_time_and_a_path_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"cannot read 'stat: cannot statx' as 'MTIME PATH'"):
         systemd.written_since_start("@1796293615\nstat: cannot statx")
+
+
+# ---- whether it restarts, and why -------------------------------------------------------------------------------
+
+STARTED_BEFORE_THE_ENV = ("@1796293615\n"
+                          "1796293570 /etc/systemd/system/sglang-glm-5-nvfp4.service\n"
+                          "1796293702 /etc/sglang/glm-5-nvfp4.env\n")
+OLDER_FILES = "@1796293615\n1796293570 /etc/systemd/system/sglang-glm-5-nvfp4.service\n"
+
+
+def test_a_write_of_this_run_restarts_it_and_the_write_asked_for_it():
+    writes = [{"changed": False}, {"changed": True}, {"skipped": True, "changed": False}]
+    assert systemd.restart_plan(OLDER_FILES, writes) == {
+        "restart": True, "written": True, "stale": [], "stale_only": False}
+    # Written now and newer than the start: the write's own notification restarts it; the role adds none.
+    assert systemd.restart_plan(STARTED_BEFORE_THE_ENV, writes) == {
+        "restart": True, "written": True, "stale": ["/etc/sglang/glm-5-nvfp4.env"], "stale_only": False}
+
+
+def test_a_file_left_newer_by_a_stopped_run_restarts_it_alone():
+    writes = [{"changed": False}, {"changed": False}, {"skipped": True}]
+    assert systemd.restart_plan(STARTED_BEFORE_THE_ENV, writes) == {
+        "restart": True, "written": False, "stale": ["/etc/sglang/glm-5-nvfp4.env"], "stale_only": True}
+
+
+def test_nothing_written_and_nothing_newer_keeps_it_running():
+    assert systemd.restart_plan(OLDER_FILES, [{"changed": False}]) == {
+        "restart": False, "written": False, "stale": [], "stale_only": False}
+    # A unit that never started is started by the role, not restarted for staleness.
+    assert systemd.restart_plan("\n1796293570 /etc/a\n", []) == {
+        "restart": False, "written": False, "stale": [], "stale_only": False}
+
+
+def test_writes_that_are_not_a_list_are_refused():
+    with pytest.raises(ValueError, match="the writes must be a list of registered results, got dict"):
+        systemd.restart_plan(OLDER_FILES, {"changed": True})
