@@ -264,8 +264,8 @@ def main(argv=None):
                 medians[tool] = (statistics.median(r["output_tok_s"] for r in runs),
                                  statistics.median(r["ttft_ms"]["p99"] or 0 for r in runs))
         for tool, (tok_s, ttft) in medians.items():
-            ratio = tok_s / medians["bench_serving"][0] if "bench_serving" in medians else None
-            print("%-6s %-27s %18.1f  %22s   %8.1f" % (name, tool, tok_s, "%.3f" % ratio if ratio else "-", ttft))
+            ratio = "%.3f" % (tok_s / medians["bench_serving"][0]) if "bench_serving" in medians else "-"
+            print("%-6s %-27s %18.1f  %22s   %8.1f" % (name, tool, tok_s, ratio, ttft))
     return 0
 
 
