@@ -78,5 +78,7 @@ done
 # Ansible finds the checkout as the collection sm120.sglang through this link
 # (ansible.cfg's collections_path); an installed tarball needs none of it.
 mkdir -p .collections/ansible_collections/sm120
-ln -sfn ../../.. .collections/ansible_collections/sm120/sglang
+# Replaced only when it is not the link already: a deploy running beside a second setup keeps finding it.
+[[ $(readlink .collections/ansible_collections/sm120/sglang) == ../../.. ]] ||
+  ln -sfn ../../.. .collections/ansible_collections/sm120/sglang
 log "ready: source $VENV/bin/activate"

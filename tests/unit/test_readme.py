@@ -28,4 +28,15 @@ def test_the_readme_opens_with_the_two_commands_and_ci_runs_the_first_first():
     commands = [line.split("#")[0].strip() for line in first_block.splitlines() if line.strip()]
     assert commands == ["bash scripts/deploy-local.sh", "bash scripts/test.sh"]
     ci = (ROOT / ".ci" / "run").read_text()
-    assert ci.index("bash scripts/deploy-local.sh") < ci.index("bash scripts/test.sh")
+    # Command 1 runs first, then the molecule stages; the static stages begin beside command 1 only once its setup
+    # made the collection link (scripts/setup.sh makes it last), so command 1 still meets a fresh machine.
+    assert ci.index("\nbash scripts/deploy-local.sh\n") < ci.index("SM120_TEST_STAGES=molecule bash scripts/test.sh")
+    static = ci.index('SM120_TEST_STAGES="$1" bash scripts/test.sh')
+    assert ci.index("until [[ -L .collections/ansible_collections/sm120/sglang ]]") < static
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert setup.rstrip().splitlines()[-2:][0].strip().startswith("ln -sfn ../../.. .collections/ansible_collections/sm120/sglang")
+    # Between them, every stage of scripts/test.sh runs.
+    test_sh = (ROOT / "scripts" / "test.sh").read_text()
+    every = set(re.search(r'stages=\$\{SM120_TEST_STAGES:-"([^"]+)"\}', test_sh).group(1).split())
+    static_stages = set(re.search(r'static_stages="([^"]+)"', ci).group(1).split())
+    assert static_stages | {"molecule"} == every and "molecule" not in static_stages
