@@ -78,8 +78,15 @@ def witness(before, after):
 
     ttft_count = delta("sglang:time_to_first_token_seconds_count")
     e2e_count = delta("sglang:e2e_request_latency_seconds_count")
+    queue_count = delta("sglang:queue_time_seconds_count")
     return {
         "prompt_tokens": delta("sglang:prompt_tokens_total"),
+        # Prompt tokens the radix cache served (no prefill): a client whose prompts repeat an earlier run's is
+        # measured on less work. The third run found 17 % of all prompt tokens so served (real-sglang-h200.md).
+        "cached_tokens": delta("sglang:cached_tokens_total"),
+        "queue_mean_ms": round(1000 * delta("sglang:queue_time_seconds_sum") / queue_count, 2) if queue_count else None,
+        # CPU seconds of the server's tokenizer and detokenizer processes (the OpenAI layer's side).
+        "frontend_cpu_s": round(delta("sglang:process_cpu_seconds_total"), 2),
         "generation_tokens": delta("sglang:generation_tokens_total"),
         "requests": delta("sglang:num_requests_total"),
         "ttft_mean_ms": round(1000 * delta("sglang:time_to_first_token_seconds_sum") / ttft_count, 2)
@@ -117,6 +124,12 @@ def without_usage_chunk():
 
 
 TOOLS = ("serving_benchmark", "serving_benchmark_no_usage", "bench_serving")
+
+
+def seed_of(tag):
+    """bench_serving's seed for a run: a number of its own for each tag (zlib's CRC, the same in every process)."""
+    import zlib
+    return zlib.crc32(tag.encode())
 
 
 def ours(url, model, load, vocab_size, tag):
@@ -206,6 +219,8 @@ def main(argv=None):
                         help="where bench_serving sends its token ids (see above)")
     parser.add_argument("--loads", default="", help="compare at these loads only, e.g. c64 (all when empty)")
     parser.add_argument("--requests", default="", help="requests a run by load name, e.g. c16=256,c64=512")
+    parser.add_argument("--session", default=str(int(time.time())),
+                        help="in every run's prompt tag and seed, so no invocation repeats another's prompts (now)")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
     tools = [tool for tool in args.tools.split(",") if tool]
@@ -226,17 +241,21 @@ def main(argv=None):
                 for tool in tools[shift:] + tools[:shift]:
                     before = metrics(args.url)
                     began = time.time()
+                    # Prompts of their own in every run of every invocation: bench_serving's random-ids draws from
+                    # its seed, and a seed reused across loads or invocations sends an earlier run's prompts again,
+                    # which the server's radix cache then serves without prefill.
+                    tag = "%s-%s-%d" % (args.session, name, repeat)
                     if tool == "serving_benchmark":
-                        figures = ours(args.url, args.model, load, vocab_size, "cmp-%s-%d" % (name, repeat))
+                        figures = ours(args.url, args.model, load, vocab_size, "cmp-" + tag)
                     elif tool == "serving_benchmark_no_usage":
                         with without_usage_chunk():
-                            figures = ours(args.url, args.model, load, vocab_size, "cmpnu-%s-%d" % (name, repeat))
+                            figures = ours(args.url, args.model, load, vocab_size, "cmpnu-" + tag)
                     else:
-                        figures = bench_serving(args.url, args.model, args.tokenizer, load, repeat,
+                        figures = bench_serving(args.url, args.model, args.tokenizer, load, seed_of(tag),
                                                 args.out.with_name("bench_serving.jsonl"), args.bench_endpoint)
                     ended = time.time()
                     server = witness(before, metrics(args.url))
-                    row = {"load": name, "concurrency": load["concurrency"], "repeat": repeat, "tool": tool,
+                    row = {"load": name, "concurrency": load["concurrency"], "repeat": repeat, "tool": tool, "tag": tag,
                            "num_requests": load["num_requests"], "bench_endpoint": args.bench_endpoint,
                            "began": began, "ended": ended, "client": figures, "server": server,
                            "asked_input_tokens": load["num_requests"] * load["input_tokens"]}
@@ -244,9 +263,10 @@ def main(argv=None):
                     out.write(json.dumps(row) + "\n")
                     out.flush()
                     print("%-5s run %d %-26s %9.1f out tok/s  TTFT p50 %8.1f p99 %8.1f ms  input %d (server "
-                          "counted %d with warm-up)" % (name, repeat + 1, tool, figures["output_tok_s"],
-                                                        figures["ttft_ms"]["p50"] or 0, figures["ttft_ms"]["p99"] or 0,
-                                                        figures["input_tokens"], server["prompt_tokens"]), flush=True)
+                          "counted %d with warm-up, %d from its cache)" % (
+                              name, repeat + 1, tool, figures["output_tok_s"], figures["ttft_ms"]["p50"] or 0,
+                              figures["ttft_ms"]["p99"] or 0, figures["input_tokens"], server["prompt_tokens"],
+                              server["cached_tokens"]), flush=True)
     # What the server says of itself, for the stand-ins to answer the same (names, labels, fields).
     for path, name in (("/metrics", "metrics.txt"), ("/server_info", "server_info.json"),
                        ("/v1/models", "models.json"), ("/model_info", "model_info.json"), ("/health", "health.txt")):
