@@ -64,12 +64,18 @@ REPO = HERE.parent.parent
 HOME = Path("/opt/sm120-real")
 SITE = HOME / "site"
 PYTHON = HOME / "bin" / "python"
-# The harness's profiles (inventory/group_vars/gpu_hosts.yml) and the shape make_model.py gives each: the 1.1 B
-# model is limited by the server's host side on an H200, the 5.8 B one by the GPU (docs/evidence/real-sglang-h200.md).
-MODEL_SHAPES = {"llama-1b-random": [], "llama-8b-random": ["--layers", "32", "--hidden", "4096"]}
+# The harness's profiles (inventory/group_vars/gpu_hosts.yml): the shape make_model.py gives each model, and the
+# requests a run of the clients' comparison sends at each load (6 to 20 s a run: on the first harness run, loads of
+# 2 to 13 s spread by up to 34 % from one run to the next). The 1.1 B model is limited by the server's host side on
+# an H200, the 5.8 B one by the GPU (docs/evidence/real-sglang-h200.md).
+PROFILES = {
+    "llama-1b-random": {"shape": [], "compare_requests": "c1=16,c16=256,c64=512,c256=768"},
+    "llama-8b-random": {"shape": ["--layers", "32", "--hidden", "4096"],
+                        "compare_requests": "c1=6,c16=128,c64=384,c256=768"},
+}
 PROFILE = os.environ.get("SM120_REAL_PROFILE", "llama-1b-random")
-if PROFILE not in MODEL_SHAPES:
-    sys.exit("SM120_REAL_PROFILE=%s is not a profile of the harness: use one of %s" % (PROFILE, ", ".join(MODEL_SHAPES)))
+if PROFILE not in PROFILES:
+    sys.exit("SM120_REAL_PROFILE=%s is not a profile of the harness: use one of %s" % (PROFILE, ", ".join(PROFILES)))
 MODEL = HOME / "models" / PROFILE
 WORK = Path(os.environ.get("SM120_REAL_WORK", "/var/tmp/sm120-real"))
 RESULTS = WORK / "results"
@@ -80,11 +86,6 @@ INVENTORY = HERE / "inventory"
 URL = "http://127.0.0.1:30000"
 UNIT = "sglang-%s.service" % PROFILE
 TUNING = ["cuda_graph_max_bs_128", "max_running_requests_64"]
-# The clients' comparison runs 6 to 20 s a load (the profile's loads, 2 to 13 s, are the smoke test's): on the first
-# run, loads that short spread by up to 34 % from one run to the next.
-COMPARE_REQUESTS = {"llama-1b-random": "c1=16,c16=256,c64=512,c256=768",
-                    # 10 to 20 s a run at the 5.8 B model's rates
-                    "llama-8b-random": "c1=6,c16=128,c64=384,c256=768"}[PROFILE]
 PHASES = ("setup", "model", "deploy", "compare", "cause", "parity", "experiments", "summary")
 REHEARSAL_SKIPS = ("compare", "cause")
 REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
@@ -201,7 +202,7 @@ def phase_model():
         MODEL.mkdir(parents=True, exist_ok=True)
         (MODEL / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}))
         return
-    run([str(PYTHON), str(HERE / "make_model.py"), str(MODEL)] + MODEL_SHAPES[PROFILE], "model", env=tool_env())
+    run([str(PYTHON), str(HERE / "make_model.py"), str(MODEL)] + PROFILES[PROFILE]["shape"], "model", env=tool_env())
 
 
 def unit_times():
@@ -286,7 +287,7 @@ def phase_deploy():
 def phase_compare():
     run([str(PYTHON), str(HERE / "compare_clients.py"), "--url", URL, "--model", PROFILE,
          "--tokenizer", str(MODEL), "--inventory", str(INVENTORY), "--profile", PROFILE, "--repeats", "3",
-         "--requests", COMPARE_REQUESTS, "--loads", os.environ.get("SM120_REAL_COMPARE_LOADS", ""),
+         "--requests", PROFILES[PROFILE]["compare_requests"], "--loads", os.environ.get("SM120_REAL_COMPARE_LOADS", ""),
          "--tools", os.environ.get("SM120_REAL_COMPARE_TOOLS", "serving_benchmark,bench_serving"),
          "--out", str(RESULTS / "compare.jsonl")], "compare", env=tool_env(), timeout=1500)
 
