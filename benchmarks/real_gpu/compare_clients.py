@@ -17,6 +17,10 @@ concurrency, its prompts sent as token ids too). Which endpoint bench_serving se
   harness run's choice, where the server spent 18 to 37 % longer over the /v1/completions requests at c64 than over
   these (docs/evidence/real-sglang-h200.md), so the comparison was of endpoints as much as of clients.
 
+bench_serving's random-ids prompts are runs of consecutive ids, which repeat within a run and across runs, and the
+server's radix cache then serves them without prefill: ``--bench-prompts distinct`` (the default) draws their ids one
+by one, as serving_benchmark does (see distinct_prompts).
+
 Around every run the server's Prometheus counters are read (``--enable-metrics``): prompt and generation tokens and
 requests it counted, and its own time-to-first-token histogram. One JSON line a run; then the medians and their
 ratio per load.
@@ -166,11 +170,46 @@ def keep_ids_as_ids():
     dataset.from_args = classmethod(from_args)
 
 
-def bench_serving_args(url, model, tokenizer, load, seed, records, endpoint="completions"):
+def distinct_prompts(sample):
+    """bench_serving's random-ids sampler with each prompt's ids drawn one by one, as serving_benchmark draws them.
+
+    random-ids makes prompt i the consecutive ids ``offset_i + i + j`` (mod the vocabulary): a prompt is fixed by its
+    first id, so with a vocabulary of V ids two prompts of a run are the same with odds of about n²/2V, and a prompt
+    of an earlier run still in the server's radix cache is served without prefill. On the fourth harness run (vocab
+    25,013) the server took 4 to 10 % of bench_serving's prompt tokens at c64 and 11 to 15 % at c256 from its cache,
+    and 0.1 % of serving_benchmark's (docs/evidence/real-sglang-h200.md): the two tools were not sending the same
+    work. The lengths, the count and the seeded generator (bench_serving's --seed) stay bench_serving's."""
+    import numpy as np
+
+    def sample_random_requests(*args, **kwargs):
+        rows = sample(*args, **kwargs)
+        tokenizer = kwargs.get("tokenizer")
+        if kwargs.get("random_sample", True) or tokenizer is None:
+            return rows
+        for row in rows:
+            if not isinstance(row.prompt, list):
+                raise RuntimeError("bench_serving's random-ids prompt is %s, not token ids: run with the ids kept "
+                                   "(keep_ids_as_ids) or --bench-prompts consecutive" % type(row.prompt).__name__)
+            row.prompt = [int(token) for token in np.random.randint(0, tokenizer.vocab_size, size=len(row.prompt))]
+        return rows
+
+    sample_random_requests.distinct = True
+    return sample_random_requests
+
+
+def use_distinct_prompts():
+    from sglang.benchmark.datasets import random as random_dataset
+    if not getattr(random_dataset.sample_random_requests, "distinct", False):
+        random_dataset.sample_random_requests = distinct_prompts(random_dataset.sample_random_requests)
+
+
+def bench_serving_args(url, model, tokenizer, load, seed, records, endpoint="completions", prompts="distinct"):
     """bench_serving's own parser, as its command line would fill it."""
     from sglang.benchmark import serving
     if endpoint == "completions":
         keep_ids_as_ids()
+    if prompts == "distinct":
+        use_distinct_prompts()
     captured = {}
     original = serving.run_benchmark
     serving.run_benchmark = lambda args: captured.setdefault("args", args)
@@ -190,8 +229,8 @@ def bench_serving_args(url, model, tokenizer, load, seed, records, endpoint="com
     return original, captured["args"]
 
 
-def bench_serving(url, model, tokenizer, load, seed, records, endpoint):
-    run, args = bench_serving_args(url, model, tokenizer, load, seed, records, endpoint)
+def bench_serving(url, model, tokenizer, load, seed, records, endpoint, prompts):
+    run, args = bench_serving_args(url, model, tokenizer, load, seed, records, endpoint, prompts)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         result = run(args)
@@ -217,6 +256,10 @@ def main(argv=None):
                         help="the clients each round runs, in turn first: any of %s" % ", ".join(TOOLS))
     parser.add_argument("--bench-endpoint", choices=sorted(BENCH_ENDPOINTS), default="completions",
                         help="where bench_serving sends its token ids (see above)")
+    parser.add_argument("--bench-prompts", choices=["distinct", "consecutive"], default="distinct",
+                        help="bench_serving's random-ids prompts with their ids drawn one by one, as serving_benchmark "
+                             "draws them (distinct), or as random-ids makes them (consecutive ids, which repeat: "
+                             "see distinct_prompts)")
     parser.add_argument("--loads", default="", help="compare at these loads only, e.g. c64 (all when empty)")
     parser.add_argument("--requests", default="", help="requests a run by load name, e.g. c16=256,c64=512")
     parser.add_argument("--session", default=str(int(time.time())),
@@ -252,11 +295,13 @@ def main(argv=None):
                             figures = ours(args.url, args.model, load, vocab_size, "cmpnu-" + tag)
                     else:
                         figures = bench_serving(args.url, args.model, args.tokenizer, load, seed_of(tag),
-                                                args.out.with_name("bench_serving.jsonl"), args.bench_endpoint)
+                                                args.out.with_name("bench_serving.jsonl"), args.bench_endpoint,
+                                                args.bench_prompts)
                     ended = time.time()
                     server = witness(before, metrics(args.url))
                     row = {"load": name, "concurrency": load["concurrency"], "repeat": repeat, "tool": tool, "tag": tag,
                            "num_requests": load["num_requests"], "bench_endpoint": args.bench_endpoint,
+                           "bench_prompts": args.bench_prompts,
                            "began": began, "ended": ended, "client": figures, "server": server,
                            "asked_input_tokens": load["num_requests"] * load["input_tokens"]}
                     rows.append(row)

@@ -30,9 +30,10 @@ Results go to /var/tmp/sm120-real/results (then $OUT/results.tar.gz, $OUT/summar
 
 For a short session, variables narrow a run: SM120_REAL_DEPLOY_TAGS (the deploy's tags, e.g.
 ``preflight,service`` to start the server without the smoke test), SM120_REAL_COMPARE_LOADS (the loads the
-clients are compared at, e.g. ``c64``) and SM120_REAL_COMPARE_TOOLS (compare_clients.py's --tools). Another
-variable picks the model: SM120_REAL_PROFILE=llama-8b-random makes and serves a 5.8 B Llama (32 layers, hidden
-4,096), whose decode the GPU limits rather than the server's host side:
+clients are compared at, e.g. ``c64``), SM120_REAL_COMPARE_REPEATS (rounds a load, 3 unless set) and
+SM120_REAL_COMPARE_TOOLS (compare_clients.py's --tools). Another variable picks the model:
+SM120_REAL_PROFILE=llama-8b-random makes and serves a 5.8 B Llama (32 layers, hidden 4,096), whose decode the GPU
+limits rather than the server's host side:
 
     SM120_REAL_DEPLOY_TAGS=preflight,service SM120_REAL_COMPARE_LOADS=c64 \
         python3 benchmarks/real_gpu/host.py go --only model,deploy,compare --budget 330
@@ -286,7 +287,8 @@ def phase_deploy():
 
 def phase_compare():
     run([str(PYTHON), str(HERE / "compare_clients.py"), "--url", URL, "--model", PROFILE,
-         "--tokenizer", str(MODEL), "--inventory", str(INVENTORY), "--profile", PROFILE, "--repeats", "3",
+         "--tokenizer", str(MODEL), "--inventory", str(INVENTORY), "--profile", PROFILE,
+         "--repeats", os.environ.get("SM120_REAL_COMPARE_REPEATS", "3"),
          "--requests", PROFILES[PROFILE]["compare_requests"], "--loads", os.environ.get("SM120_REAL_COMPARE_LOADS", ""),
          "--tools", os.environ.get("SM120_REAL_COMPARE_TOOLS", "serving_benchmark,bench_serving"),
          "--out", str(RESULTS / "compare.jsonl")], "compare", env=tool_env(), timeout=1500)

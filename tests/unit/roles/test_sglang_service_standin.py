@@ -189,6 +189,14 @@ def test_metrics_count_what_was_served_under_sglangs_names_only_when_enabled(tmp
         assert "sglang:num_requests_total%s 2.0" % labels in text
         assert "sglang:time_to_first_token_seconds_count%s 2.0" % labels in text
         assert 'sglang:e2e_request_latency_seconds_bucket{engine_type="unified",model_name="glm-5",le="+Inf"} 2.0' in text
+        assert 'sglang:cached_tokens_total{cache_source="device",engine_type="unified",model_name="glm-5"} 0.0' in text
+        # The first prompt again, then one sharing its first three tokens: 4 of 5 and 3 of 5 from the cache.
+        for prompt in ([11, 12, 13, 14, 15], [11, 12, 13, 99, 98]):
+            body = {"model": "glm-5", "prompt": prompt, "max_tokens": 4, "ignore_eos": True}
+            assert _request(port, "POST", "/v1/completions", body)[0] == 200
+        text = _request(port, "GET", "/metrics", key=None)[1].decode()
+        assert 'sglang:cached_tokens_total{cache_source="device",engine_type="unified",model_name="glm-5"} 7.0' in text
+        assert "sglang:prompt_tokens_total%s 18.0" % labels in text
     finally:
         _stop(proc)
     port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0")
@@ -482,3 +490,25 @@ def test_a_cold_start_slows_the_first_requests_as_measured_on_the_real_server(tm
     monkeypatch.setenv("SGLANG_STANDIN_COLD_REQUESTS", "2")
     standin = module.Standin(args, power_file=str(tmp_path / "power"))
     assert [standin.request_rate() for _request in range(4)] == [pytest.approx(328.0)] * 2 + [400.0] * 2
+
+
+def test_the_prefix_cache_counts_what_a_radix_cache_would_serve_and_forgets_when_full(monkeypatch):
+    monkeypatch.syspath_prepend(str(STANDIN_DIR))
+    spec = importlib.util.spec_from_file_location("sglang_standin_cache", STANDIN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cache = module.PrefixCache(capacity=10)
+    assert cache.served([1, 2, 3, 4]) == 0
+    # A repeat: all but the last token, as the real server counted 255 of a repeated 256-token prompt.
+    assert cache.served([1, 2, 3, 4]) == 3
+    assert cache.served([1, 2, 9]) == 2
+    assert cache.served([1, 2, 9, 10]) == 3
+    # The same ids shifted by one share no prefix (bench_serving's random-ids prompts differ so).
+    assert cache.served([2, 3, 4, 5]) == 0
+    assert cache.size == 10
+    # Past its capacity the whole cache is forgotten, and the prompt is held alone.
+    assert cache.served([7, 8]) == 0
+    assert cache.size == 2
+    assert cache.served([1, 2, 3, 4]) == 0
+    assert cache.served([7]) == 0
+
