@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import http.client
 import json
 import math
 import random
+import ssl
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from typing import Optional
@@ -336,6 +339,39 @@ def _first_error_hint(outcomes):
     return ("; first error: %s" % errors[0]) if errors else ""
 
 
+# Seconds the read of /server_info after a run may take: it is a report, not part of the measurement.
+SERVER_INFO_TIMEOUT_S = 10.0
+
+
+def accept_length_of(server_info):
+    """SGLang's mean accepted tokens per speculative decoding step since its start, from its /server_info, where
+    bench_serving reads it (sglang/benchmark/serving.py of 0.5.16): ``internal_states[0].avg_spec_accept_length``,
+    the decode server's (``decode[0]``) where prefill and decode run apart. The scheduler reports it only while
+    speculative decoding is on and has run (managers/scheduler.py); None otherwise, and for any answer not shaped
+    so (a router, another OpenAI-compatible server)."""
+    if isinstance(server_info, dict) and isinstance(server_info.get("decode"), list) and server_info["decode"]:
+        server_info = server_info["decode"][0]
+    states = server_info.get("internal_states") if isinstance(server_info, dict) else None
+    if not isinstance(states, list) or not states or not isinstance(states[0], dict):
+        return None
+    value = states[0].get("avg_spec_accept_length")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return None
+    return round(float(value), 3)
+
+
+def server_accept_length(plan, target):
+    """The server's accept length after a run (accept_length_of); None where /server_info cannot be read."""
+    url = target.url[:-len(ENDPOINT_PATHS[plan.endpoint])] + "/server_info"
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer %s" % plan.api_key} if plan.api_key else {})
+    try:
+        context = ssl.create_default_context() if target.scheme == "https" else None
+        with urllib.request.urlopen(request, timeout=SERVER_INFO_TIMEOUT_S, context=context) as response:
+            return accept_length_of(json.loads(response.read().decode("utf-8")))
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+
+
 def run_benchmark(plan, power=PowerPlan()):
     """Warm up, then measure; return the figures or raise BenchmarkError naming the URL and what happened."""
     plan = resolved(plan)
@@ -359,6 +395,7 @@ def run_benchmark(plan, power=PowerPlan()):
     result = {"url": target.url, "warmup_failed_requests": warmup_failed, "prompt_format": plan.prompt_format}
     result.update(summarize_requests(drive, plan.input_tokens))
     result["power"] = sampler.summary(result["duration_s"], result["output_tokens_total"])
+    result["accept_length"] = server_accept_length(plan, target)
     if drive.timed_out:
         raise BenchmarkError("the run against %s did not finish within the timeout of %s s: %d of %d requests "
                              "completed%s" % (target.url, plan.timeout, result["completed_requests"], plan.num_requests,

@@ -256,6 +256,16 @@ token_count_source:
   returned: always
   type: str
   sample: usage
+accept_length:
+  description:
+    - With speculative decoding on (MTP, EAGLE, NGRAM), SGLang's mean accepted tokens per decoding step since the
+      server started, read from its C(/server_info) after the run as C(sglang.bench_serving) reads it
+      (C(internal_states[0].avg_spec_accept_length)). It covers every request since the start, not this run alone.
+    - V(null) without speculative decoding, and where the URL does not answer C(/server_info) (a router, another
+      server).
+  returned: always
+  type: float
+  sample: 3.21
 ttft_ms:
   description:
     - Time to first token in milliseconds, over the completed requests.

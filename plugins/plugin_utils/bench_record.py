@@ -97,6 +97,8 @@ def bench_serving_record(measurement, run):
         "avg_power_w": number(get_in(result, "power", "total_mean_w")),
         "power_limit_w": round(sum(limits), 1) if limits and None not in limits else None,
         "joules_per_output_token": number(get_in(result, "power", "joules_per_output_token")),
+        # bench_serving's name: SGLang's mean accepted tokens per speculative step, None without speculation.
+        "accept_length": number(result.get("accept_length")),
         "power_source": get_in(result, "power", "source"),
         "cause": result_host_verdict(result)["verdict"],
         "failed": result.get("failed_requests"),

@@ -192,6 +192,10 @@ def smoke_report_markdown(run):
         lines.append("No measurements.")
     else:
         rows = []
+        # Speculative decoding's accept length (serving_benchmark's accept_length): a column only where a
+        # measurement has one.
+        speculative = any(number(get_in(measurement, "result", "accept_length")) is not None
+                          for measurement in measurements)
         for position, measurement in enumerate(measurements, 1):
             result = measurement.get("result") if isinstance(measurement.get("result"), Mapping) else {}
             breaches = breached(result, thresholds) if position == len(measurements) else set()
@@ -208,12 +212,16 @@ def smoke_report_markdown(run):
                 format_number(get_in(result, "itl_ms", "p99"), 1),
                 format_number(get_in(result, "e2e_latency_ms", "p99"), 1),
                 _count(result.get("failed_requests")),
-            ])
+            ] + ([format_number(result.get("accept_length"), 2)] if speculative else []))
         lines += _table(["Measurement", "Patches live", "Output tok/s", "Repeats (spread)", "Total tok/s", "Req/s",
-                         "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "E2E p99 ms", "Failed"],
-                        "llrlrrrrrrrr", rows)
+                         "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "E2E p99 ms", "Failed"]
+                        + (["Accept length"] if speculative else []), "llrlrrrrrrrr" + ("r" if speculative else ""),
+                        rows)
         lines += ["", "Each row is the median of its repeats; output tok/s counts generated tokens, total tok/s adds the "
                   "prompts'. The last measurement is the run's result; ✗ marks a figure that misses its threshold."]
+        if speculative:
+            lines += ["Accept length: the server's mean accepted tokens per speculative decoding step since its start "
+                      "(SGLang's /server_info), with speculative decoding on."]
 
     for position, measurement in enumerate(measurements, 1):
         lines += ["", "## Power: %d. %s" % (position, _inline(measurement.get("label") or NA)), ""]

@@ -31,6 +31,10 @@ the collection relies on the way SGLang 0.5.9 does:
   SGLANG_STANDIN_COLD_REQUESTS requests after a start (default 0) at
   SGLANG_STANDIN_COLD_FACTOR of that rate (default 0.82), as the real server's
   first run after a start was 17 to 20 % slow;
+- ``/server_info`` with the ``--speculative-algorithm`` asked for and, once it has
+  served a request with a live effect's ``accept_length``, SGLang's
+  ``internal_states[0].avg_spec_accept_length`` (what bench_serving and
+  serving_benchmark report as the accept length);
 - with ``--api-key``, or an ``api-key`` in the ``--config`` file (server
   arguments as YAML; this stand-in reads the JSON form the service role writes),
   everything but ``/health*`` and ``/metrics`` wants ``Authorization: Bearer <key>``
@@ -117,6 +121,7 @@ from sglang_standin_gpu import (
     IDLE_W,
     POWER_FILE,
     PowerDraw,
+    accept_length,
     effects,
     live_gates,
     live_options,
@@ -159,6 +164,7 @@ def parse_args(argv):
                         default=float(os.environ.get("SGLANG_STANDIN_WARMUP", "3")))
     parser.add_argument("--standin-load", type=float, default=float(os.environ.get("SGLANG_STANDIN_LOAD", "0.5")))
     parser.add_argument("--enable-metrics", action="store_true")
+    parser.add_argument("--speculative-algorithm")
     args, ignored = parser.parse_known_args(argv)
     if args.config:
         # SGLang merges the file's arguments under the command line's, as --<key> <value>.
@@ -166,6 +172,8 @@ def parse_args(argv):
             config = json.load(handle)
         if args.api_key is None:
             args.api_key = config.get("api-key")
+        if args.speculative_algorithm is None:
+            args.speculative_algorithm = config.get("speculative-algorithm")
     return args, ignored
 
 
@@ -193,6 +201,8 @@ class Standin:
         self.cold_factor = float(os.environ.get("SGLANG_STANDIN_COLD_FACTOR", "0.82") or 0.82)
         self.requests_started = 0
         self.count_lock = threading.Lock()
+        self.speculative = getattr(args, "speculative_algorithm", None)
+        self.accept_length = accept_length(self.live, self.chosen)
 
     def serving(self):
         return self.ready.is_set() and (self.nodes_joined is None or self.nodes_joined.is_set())
@@ -215,6 +225,15 @@ class Standin:
         stable = int(round(count * self.stable_share))
         return [VOCABULARY[(seed + index * 7 + (self.start_seed * 5 if index >= stable else 0)) % len(VOCABULARY)]
                 for index in range(count)]
+
+    def server_info(self):
+        """/server_info in the part the collection reads (SGLang's managers/scheduler.py): the speculative algorithm
+        asked for and, once it has decoded requests, internal_states[0].avg_spec_accept_length."""
+        state = {"last_gen_throughput": 0.0}
+        if self.speculative and self.accept_length and self.requests_started:
+            state["avg_spec_accept_length"] = self.accept_length
+        return {"model_path": self.model, "speculative_algorithm": self.speculative, "internal_states": [state],
+                "version": "stand-in"}
 
     def tokens_for(self, body):
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
@@ -386,6 +405,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+        elif path == "/server_info":
+            if self._authorized():
+                self._send_json(200, self.standin.server_info())
         elif path == "/v1/models":
             if self._authorized():
                 self._send_json(200, {"object": "list", "data": [{

@@ -135,7 +135,8 @@ def effects(environ):
     """experiment -> effect: SGLANG_STANDIN_EFFECTS over the default (the measured fusion regression).
 
     An effect has speed (factor on tokens/s), speed_above ({in_flight, speed}), load_w and util_pct (what the GPUs
-    draw and how busy they are under load), wrong_output (true: garbled text); a tuning option's effect also says
+    draw and how busy they are under load), wrong_output (true: garbled text), accept_length (the mean accepted
+    tokens per step /server_info reports while speculative decoding is asked for); a tuning option's effect also says
     what makes it live: env (variable -> value) and flags (flag -> value) the server must have; an effect that
     names a release ("release": "0.5.22") is live where that SGLang release is installed.
     """
@@ -187,6 +188,14 @@ def _load_effect(live, chosen):
     chosen = chosen or DEFAULT_EFFECTS
     setting = [chosen[gate] for gate in live if "load_w" in chosen.get(gate, {})]
     return min(setting, key=lambda effect: float(effect["load_w"])) if setting else {}
+
+
+def accept_length(live=(), chosen=None):
+    """Mean accepted tokens per speculative step, what /server_info reports with speculative decoding on: the
+    highest accept_length of a live effect (an MTP option's), None where no live effect sets one."""
+    chosen = chosen or DEFAULT_EFFECTS
+    lengths = [float(chosen[name]["accept_length"]) for name in live if "accept_length" in chosen.get(name, {})]
+    return max(lengths) if lengths else None
 
 
 def load_watts(live=(), chosen=None):

@@ -512,3 +512,33 @@ def test_the_prefix_cache_counts_what_a_radix_cache_would_serve_and_forgets_when
     assert cache.served([1, 2, 3, 4]) == 0
     assert cache.served([7]) == 0
 
+
+def test_server_info_reports_the_accept_length_once_speculative_decoding_has_served(tmp_path):
+    mtp = {"mtp_nextn_3_4": {"flags": {"--speculative-algorithm": "NEXTN"}, "accept_length": 3.2}}
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0",
+                        flags=["--speculative-algorithm", "NEXTN"],
+                        env_extra={"SGLANG_STANDIN_EFFECTS": json.dumps(mtp)})
+    try:
+        assert _request(port, "GET", "/server_info", key=None)[0] == 401
+        status, data = _request(port, "GET", "/server_info")
+        info = json.loads(data)
+        assert status == 200 and info["speculative_algorithm"] == "NEXTN"
+        # As SGLang's scheduler: no accept length before a speculative step has run.
+        assert "avg_spec_accept_length" not in info["internal_states"][0]
+        body = {"model": "glm-5", "prompt": [11, 12, 13], "max_tokens": 4, "ignore_eos": True}
+        assert _request(port, "POST", "/v1/completions", body)[0] == 200
+        info = json.loads(_request(port, "GET", "/server_info")[1])
+        assert info["internal_states"][0]["avg_spec_accept_length"] == 3.2
+    finally:
+        _stop(proc)
+    # The same effect without the flag that makes it live: no speculative decoding, no accept length.
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0",
+                        env_extra={"SGLANG_STANDIN_EFFECTS": json.dumps(mtp)})
+    try:
+        body = {"model": "glm-5", "prompt": [11, 12, 13], "max_tokens": 4, "ignore_eos": True}
+        assert _request(port, "POST", "/v1/completions", body)[0] == 200
+        info = json.loads(_request(port, "GET", "/server_info")[1])
+        assert info["speculative_algorithm"] is None
+        assert "avg_spec_accept_length" not in info["internal_states"][0]
+    finally:
+        _stop(proc)

@@ -28,6 +28,22 @@ class _SseHandler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep pytest's output clean
         pass
 
+    def do_GET(self):
+        server = self.server
+        with server.lock:
+            server.gets.append({"path": self.path, "headers": dict(self.headers)})
+        if self.path != "/server_info" or server.server_info is None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        payload = json.dumps(server.server_info).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
     def do_POST(self):
         server = self.server
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -115,17 +131,19 @@ class SseServer:
     stall_after_tokens=0 accepts and reads a request, then never answers;
     stall_after_tokens=N stops streaming after N tokens.
     strings_only=True answers a prompt given as a list with 422, as sglang-router's /v1/completions does.
+    server_info: what GET /server_info answers (404 without).
     """
 
     def __init__(self, usage=True, first_token_delay=0.0, token_delay=0.0, fail_every=0,
-                 stall_after_tokens=None, http10=False, strings_only=False):
+                 stall_after_tokens=None, http10=False, strings_only=False, server_info=None):
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _SseHandler)
         self.httpd.daemon_threads = True
         for name, value in dict(usage=usage, first_token_delay=first_token_delay, token_delay=token_delay,
                                 fail_every=fail_every, stall_after_tokens=stall_after_tokens, http10=http10,
-                                strings_only=strings_only).items():
+                                strings_only=strings_only, server_info=server_info).items():
             setattr(self.httpd, name, value)
         self.httpd.lock = threading.Lock()
+        self.httpd.gets = []
         self.httpd.requests = []
         self.httpd.connections = set()
         self.httpd.release = threading.Event()
@@ -192,6 +210,37 @@ def test_counts_and_latencies_come_from_the_stream():
     assert result["total_tokens_per_s"] == pytest.approx(126 / result["duration_s"], rel=0.01)
     assert result["requests_per_s"] == pytest.approx(6 / result["duration_s"], rel=0.01)
     assert result["power"]["reason"] == "sample_power is false"
+
+
+def test_the_accept_length_is_read_from_server_info_after_the_run_as_bench_serving_reads_it():
+    info = {"speculative_algorithm": "EAGLE", "internal_states": [{"avg_spec_accept_length": 3.2143}]}
+    with SseServer(server_info=info) as server:
+        result = sb.run_benchmark(plan_for(server.url + "/v1", api_key="sk-test"), NO_POWER)
+    assert result["accept_length"] == 3.214
+    assert [get["path"] for get in server.httpd.gets] == ["/server_info"]
+    assert server.httpd.gets[0]["headers"]["Authorization"] == "Bearer sk-test"
+    # Without speculative decoding SGLang leaves the field out; a router or another server has no /server_info.
+    with SseServer(server_info={"internal_states": [{"last_gen_throughput": 12.0}]}) as server:
+        assert sb.run_benchmark(plan_for(server.url), NO_POWER)["accept_length"] is None
+    with SseServer() as server:
+        assert sb.run_benchmark(plan_for(server.url), NO_POWER)["accept_length"] is None
+
+
+@pytest.mark.parametrize("info, expected", [
+    ({"internal_states": [{"avg_spec_accept_length": 2.5}]}, 2.5),
+    ({"decode": [{"internal_states": [{"avg_spec_accept_length": 1.75}]}]}, 1.75),
+    ({"internal_states": [{"avg_spec_accept_length": 0}]}, None),
+    ({"internal_states": [{"avg_spec_accept_length": True}]}, None),
+    ({"internal_states": [{"avg_spec_accept_length": float("nan")}]}, None),
+    ({"internal_states": [{"avg_spec_accept_length": "3"}]}, None),
+    ({"internal_states": []}, None),
+    ({"internal_states": "x"}, None),
+    ({}, None),
+    ([], None),
+    (None, None),
+])
+def test_accept_length_of_takes_only_what_sglang_reports(info, expected):
+    assert sb.accept_length_of(info) == expected
 
 
 def test_requests_ask_for_a_fixed_length_stream_with_usage():

@@ -76,6 +76,10 @@ def test_the_record_carries_bench_servings_figures_and_power():
     assert bench_serving_record(RUN["measurements"][0], RUN)["repeats_output_throughput"] == [230.0, 236.0, 240.0]
     # What serving_benchmark does not measure is left out, not made up.
     assert "std_ttft_ms" not in record and "p95_itl_ms" not in record
+    # No speculative decoding: no accept length; with it, the server's, under bench_serving's name.
+    assert record["accept_length"] is None
+    speculative = dict(RUN["measurements"][1], result=dict(RUN["measurements"][1]["result"], accept_length=3.214))
+    assert bench_serving_record(speculative, RUN)["accept_length"] == 3.214
 
 
 def test_the_chat_endpoint_is_bench_servings_chat_backend_and_missing_figures_are_null():

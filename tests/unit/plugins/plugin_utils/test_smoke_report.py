@@ -152,6 +152,16 @@ def test_markdown_has_a_row_of_figures_per_measurement():
                            "14.61", "725.0", "2,900.0", "17.1", "24.1", "4,380.7", "0"]
 
 
+def test_the_accept_length_gets_a_column_only_where_speculative_decoding_ran():
+    assert "Accept length" not in smoke_report_markdown(RUN)
+    mtp = dict(RUN["measurements"][1], label="with mtp_nextn_3_4",
+               result=dict(RUN["measurements"][1]["result"], accept_length=3.2143))
+    text = smoke_report_markdown(dict(RUN, measurements=[RUN["measurements"][1], mtp]))
+    assert _rows(text, "Measurement")[0][-1] == "Accept length"
+    assert _rows(text, "1. ")[0][-1] == "n/a"
+    assert _rows(text, "2. ")[0][-1] == "3.21"
+
+
 def test_markdown_has_a_power_table_per_measurement():
     text = smoke_report_markdown(RUN)
     assert "## Power: 1. with new patches: flashinfer_allreduce_fusion" in text
