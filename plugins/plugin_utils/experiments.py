@@ -54,8 +54,12 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds impo
 KEPT = "kept"
 REJECTED = "rejected"
 NO_GAIN = "no measurable gain"
+# Not measured: the run's restart budget was spent first. Off for this run (the shipped behaviour), neither recorded
+# as turned off nor remembered, so the next run measures it.
+UNTRIED = "untried"
 GAIN, NEUTRAL, REGRESSION = "gain", "no measurable change", "regression"
-DEFAULTS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0, "parity_min_prefix": 0.25}
+DEFAULTS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0, "parity_min_prefix": 0.25,
+            "restart_budget": None}
 
 
 class ExperimentError(ValueError):
@@ -90,6 +94,11 @@ def settings_of(raw):
     if prefix is None or not 0 < prefix <= 1:
         raise ExperimentError("smoke_test_parity_min_prefix must be a fraction above 0 up to 1 (1 is the whole text, "
                               "token-exact), got %r" % (merged["parity_min_prefix"],))
+    budget = merged["restart_budget"]
+    if budget is not None and (isinstance(budget, bool) or number(budget) is None or number(budget) < 0
+                               or number(budget) != int(number(budget))):
+        raise ExperimentError("smoke_test_restart_budget must be a whole number of restarts, 0 or more (null: no "
+                              "bound), got %r" % (budget,))
     loads, slo = merged.get("loads") or [], merged.get("slo")
     if isinstance(loads, Mapping):
         slo = slo if slo is not None else slo_of(loads)
@@ -98,7 +107,8 @@ def settings_of(raw):
         raise ExperimentError("the loads to compare must be a list of load names, lowest first, or the loads "
                               "themselves (smoke_test_loads), got %r" % (loads,))
     return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity,
-            "parity_min_prefix": prefix, "loads": list(loads), "slo": check_slo(slo or {})}
+            "parity_min_prefix": prefix, "loads": list(loads), "slo": check_slo(slo or {}),
+            "restart_budget": None if budget is None else int(number(budget))}
 
 
 def config_key(names):
@@ -363,6 +373,10 @@ class _Need(Exception):
         self.config = config
 
 
+class _Spent(Exception):
+    """A configuration the plan needs, with no restart left in the budget to measure it."""
+
+
 def experiment_rounds(experiments):
     """The rounds the role's loop gives the plan (roles/smoke_test/tasks/main.yml): k experiments need at most
     k + 1 configurations besides the deployed one (the start and each experiment on top of what came before, every
@@ -401,9 +415,16 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     if reused:
         measurements[config_key(start)] = stored_baseline
 
+    # The restarts the measurements took: every configuration measured but the one deployed (measured as it runs)
+    # and a stored baseline (measured by an earlier run).
+    budget = settings["restart_budget"]
+    spent = len([key for key in measurements if key != config_key(experiments)]) - int(reused)
+
     def need(config):
         found = measurements.get(config_key(config))
         if found is None:
+            if budget is not None and spent >= budget:
+                raise _Spent()
             raise _Need(sorted(config))
         return found
 
@@ -411,9 +432,14 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     # stays on for the next one (it changes nothing measurable); what is rejected comes off at once.
     current, keep = list(start), list(start)
     try:
-        for name in pending:
-            baseline = need(current)
-            candidate = need(current + [name])
+        for position, name in enumerate(pending):
+            try:
+                baseline = need(current)
+                candidate = need(current + [name])
+            except _Spent:
+                for untried in pending[position:]:
+                    verdicts[untried] = untried_verdict(untried, budget)
+                break
             verdicts[name] = experiment_verdict(name, baseline, candidate, settings)
             if verdicts[name]["decision"] != REJECTED:
                 current = current + [name]
@@ -424,7 +450,18 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     ordered = [_remembered(name, remembered[name]) if name in remembered else dict(verdicts[name], remembered=False)
                for name in experiments]
     return {"done": True, "keep": sorted(keep), "verdicts": ordered, "measured": len(measurements) - int(reused),
-            "baseline_reused": reused}
+            "baseline_reused": reused, "restarts": spent, "restart_budget": budget,
+            "untried": [name for name in experiments if verdicts.get(name, {}).get("decision") == UNTRIED]}
+
+
+def untried_verdict(name, budget):
+    """The verdict of an experiment the restart budget left no restart for: off this run, measured by the next."""
+    reason = ("the restart budget of %d was spent before it could be measured (smoke_test_restart_budget): it stays "
+              "off this run, and the next run measures it" % budget)
+    return {"experiment": name, "decision": UNTRIED, "reason": reason, "loads": {}, "parity": {}, "cause": UNKNOWN,
+            "baseline_config": [], "candidate_config": [], "objective": {"misses": [], "baseline_misses": [],
+                                                                         "broken": []},
+            "message": "%s %s, %s." % (name, UNTRIED, reason)}
 
 
 def _remembered(name, verdict):
@@ -469,7 +506,7 @@ def remember(memory, key, verdicts, host, run_id):
     updated = {name: dict(entry) for name, entry in (memory or {}).items()}
     entry = dict(updated.get(key) or {})
     for verdict in verdicts:
-        if verdict.get("remembered"):
+        if verdict.get("remembered") or verdict.get("decision") == UNTRIED:
             continue
         entry[verdict["experiment"]] = {
             "decision": verdict["decision"], "reason": verdict["reason"], "cause": verdict.get("cause", UNKNOWN),
@@ -557,11 +594,12 @@ def rejections(verdicts, tuning, run_id, at):
 
     Every experiment not kept, with its reason and run: the rejected ones and
     those with no measurable gain (the shipped behaviour stays), so that the next
-    deploy does not turn them on again until retried.
+    deploy does not turn them on again until retried. An untried one (the restart
+    budget ran out) is not recorded: the next run measures it.
     """
     found = {"gates": {}, "tuning": {}}
     for verdict in verdicts or []:
-        if verdict.get("decision") == KEPT:
+        if verdict.get("decision") in (KEPT, UNTRIED):
             continue
         kind = "tuning" if verdict["experiment"] in set(tuning or ()) else "gates"
         found[kind][verdict["experiment"]] = {

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import power_cause_verdicts, result_host_verdict
-from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import SLO_FIELDS
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import SLO_FIELDS, UNTRIED
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import (
     breached,
     get_in,
@@ -298,6 +298,12 @@ def upgrade_lines(upgrade):
     return lines
 
 
+def _decided_by(verdict):
+    if verdict.get("remembered"):
+        return "remembered"
+    return "not measured (restart budget)" if verdict.get("decision") == UNTRIED else "measured"
+
+
 def experiment_lines(verdicts):
     """The experiments' verdicts: one row each, with the figures at every load, the parity and the cause."""
     verdicts = [verdict for verdict in (verdicts or []) if isinstance(verdict, Mapping)]
@@ -305,7 +311,7 @@ def experiment_lines(verdicts):
         return []
     rows = [[_code(verdict.get("experiment")), _inline(verdict.get("decision") or NA), _inline(verdict.get("reason") or NA),
              _load_text(verdict), _parity_text(verdict), _inline(verdict.get("cause") or NA),
-             "remembered" if verdict.get("remembered") else "measured"] for verdict in verdicts]
+             _decided_by(verdict)] for verdict in verdicts]
     return ["", "## Experiments", ""] + _table(
         ["Experiment", "Decision", "Why", "Per load: change (band)", "Parity", "Cause", "Decided by"], "lllllll", rows) + [
         "", "Each experiment against the configuration it was added to, medians of the repeats; inside the band is no "
@@ -397,7 +403,7 @@ def smoke_fleet_markdown(runs):
                   "the host against the median of the hosts of its configuration measured so far in the run."]
     verdict_rows = [[_inline(run.get("host") or NA), _code(verdict.get("experiment")),
                      _inline(verdict.get("decision") or NA), _load_text(verdict), _parity_text(verdict),
-                     _inline(verdict.get("cause") or NA), "remembered" if verdict.get("remembered") else "measured"]
+                     _inline(verdict.get("cause") or NA), _decided_by(verdict)]
                     for run in runs for verdict in (run.get("verdicts") or []) if isinstance(verdict, Mapping)]
     if verdict_rows:
         lines += ["", "## Every verdict", ""] + _table(

@@ -68,6 +68,10 @@ def test_a_run_without_throughput_is_named():
     ({"parity_min_match": 2}, "smoke_test_parity_min_match must be a fraction from 0 to 1"),
     ({"parity_min_prefix": 0}, "smoke_test_parity_min_prefix must be a fraction above 0 up to 1"),
     ({"loads": "high"}, "must be a list of load names, lowest first, or the loads themselves"),
+    ({"restart_budget": -1}, "smoke_test_restart_budget must be a whole number of restarts, 0 or more"),
+    ({"restart_budget": 1.5}, "smoke_test_restart_budget must be a whole number"),
+    ({"restart_budget": "two"}, "smoke_test_restart_budget must be a whole number"),
+    ({"restart_budget": True}, "smoke_test_restart_budget must be a whole number"),
 ])
 def test_bad_settings_name_the_variable(settings, message):
     with pytest.raises(ex.ExperimentError, match=message):
@@ -196,7 +200,7 @@ def restarts_of(sequence, deployed):
     return restarts
 
 
-def drive(experiments, measure, stored_baseline=None, remembered=None):
+def drive(experiments, measure, stored_baseline=None, remembered=None, settings=None):
     """The role's loop: deployed with every experiment live; restart for each configuration measured; the final one."""
     deployed = list(experiments)
     measurements = {ex.config_key(deployed): measure(deployed)}
@@ -204,7 +208,7 @@ def drive(experiments, measure, stored_baseline=None, remembered=None):
         measurements[ex.config_key([])] = stored_baseline
     sequence = []
     for _round in range(ex.experiment_rounds(experiments)):
-        step = ex.plan_step(experiments, measurements, SETTINGS, remembered)
+        step = ex.plan_step(experiments, measurements, settings or SETTINGS, remembered)
         if step["done"]:
             return step, restarts_of(sequence + [step["keep"]], deployed)
         assert ex.config_key(step["measure"]) not in measurements
@@ -268,6 +272,52 @@ def test_k_experiments_cost_at_most_k_plus_one_restarts_on_a_kept_baseline(effec
         speed = effects[verdict["experiment"]]
         expected = (ex.KEPT if min(speed) > 1.05 else ex.REJECTED if min(speed) < 0.95 else ex.NO_GAIN)
         assert verdict["decision"] == expected, (effects, verdict["message"])
+
+
+THREE = {"h": (1.08, 1.08), "n": (1.0, 1.0), "f": (0.1, 0.06)}
+
+
+@pytest.mark.parametrize("budget, measured_restarts, expected, keep", [
+    # Nothing measured but the deployed set: every experiment untried, and all of them off this run.
+    (0, 0, {"h": ex.UNTRIED, "n": ex.UNTRIED, "f": ex.UNTRIED}, []),
+    # The baseline only: no experiment has both of its configurations.
+    (1, 1, {"h": ex.UNTRIED, "n": ex.UNTRIED, "f": ex.UNTRIED}, []),
+    (2, 2, {"h": ex.KEPT, "n": ex.UNTRIED, "f": ex.UNTRIED}, ["h"]),
+    # {h, n} is the last configuration needed: f is decided by the deployed set against it.
+    (3, 3, {"h": ex.KEPT, "n": ex.NO_GAIN, "f": ex.REJECTED}, ["h"]),
+    ("3", 3, {"h": ex.KEPT, "n": ex.NO_GAIN, "f": ex.REJECTED}, ["h"]),
+    (None, 3, {"h": ex.KEPT, "n": ex.NO_GAIN, "f": ex.REJECTED}, ["h"]),
+])
+def test_the_restart_budget_bounds_the_measurements_and_leaves_the_rest_untried(budget, measured_restarts, expected,
+                                                                                 keep):
+    step, _restarts = drive(["h", "n", "f"], model(THREE), settings=dict(SETTINGS, restart_budget=budget))
+    assert decisions(step) == expected and step["keep"] == keep
+    assert step["restarts"] == measured_restarts
+    assert step["untried"] == [name for name in ["h", "n", "f"] if expected[name] == ex.UNTRIED]
+    for verdict in step["verdicts"]:
+        if verdict["decision"] == ex.UNTRIED:
+            assert "restart budget of %s was spent" % budget in verdict["message"]
+
+
+def test_a_stored_baseline_costs_no_restart_of_the_budget():
+    measure, names = model(THREE), ["h", "n", "f"]
+    settings = dict(SETTINGS, restart_budget=1)
+    measurements = {ex.config_key(names): measure(names)}
+    # As the role hands it in: the host's last kept measurement, not measured in this run.
+    step = ex.plan_step(names, measurements, settings, stored_baseline=measure([]))
+    assert step == {"done": False, "measure": ["h"]}
+    measurements["h"] = measure(["h"])
+    step = ex.plan_step(names, measurements, settings, stored_baseline=measure([]))
+    assert decisions(step) == {"h": ex.KEPT, "n": ex.UNTRIED, "f": ex.UNTRIED} and step["restarts"] == 1
+    assert step["baseline_reused"] is True
+
+
+def test_an_untried_experiment_is_neither_recorded_as_off_nor_remembered():
+    step, _restarts = drive(["h", "n", "f"], model(THREE), settings=dict(SETTINGS, restart_budget=2))
+    recorded = ex.rejections(step["verdicts"], ["h"], "run-1", "2026-12-03T00:00:00Z")
+    assert recorded == {"gates": {}, "tuning": {}}
+    memory = ex.remember({}, "key", step["verdicts"], "host-1", "run-1")
+    assert sorted(memory["key"]) == ["h"]
 
 
 def test_wrong_output_is_found_among_fast_ones():

@@ -152,6 +152,14 @@ def test_markdown_has_a_row_of_figures_per_measurement():
                            "14.61", "725.0", "2,900.0", "17.1", "24.1", "4,380.7", "0"]
 
 
+def test_an_experiment_the_restart_budget_left_untried_says_so():
+    from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
+    verdict = dict(ex.untried_verdict("nccl_min_nchannels_8", 2), remembered=False)
+    row, = _rows(smoke_report_markdown(dict(RUN, verdicts=[verdict])), "`nccl_min_nchannels_8`")
+    assert row[1] == "untried" and "restart budget of 2 was spent" in row[2]
+    assert row[-1] == "not measured (restart budget)"
+
+
 def test_the_accept_length_gets_a_column_only_where_speculative_decoding_ran():
     assert "Accept length" not in smoke_report_markdown(RUN)
     mtp = dict(RUN["measurements"][1], label="with mtp_nextn_3_4",
