@@ -26,7 +26,9 @@ the collection relies on the way SGLang 0.5.9 does:
   then;
 - ``/v1/completions`` and ``/v1/chat/completions``, streaming (SSE, with a usage
   chunk when ``stream_options.include_usage``) and not, generating
-  ``max_tokens`` tokens at SGLANG_STANDIN_TOKENS_PER_SECOND per request, and
+  ``max_tokens`` tokens at SGLANG_STANDIN_TOKENS_PER_SECOND per request (slower
+  under a power limit below SGLANG_STANDIN_POWER_KNEE_W, where set: the limit the
+  nvidia-smi stand-in was given with -pl; sglang_standin_gpu.power_factor), and
   stopping earlier at an end-of-sequence unless ``ignore_eos``; the first
   SGLANG_STANDIN_COLD_REQUESTS requests after a start (default 0) at
   SGLANG_STANDIN_COLD_FACTOR of that rate (default 0.82), as the real server's

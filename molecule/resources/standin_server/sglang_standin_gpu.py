@@ -53,6 +53,8 @@ CUSTOM_AR_WITH_SM120 = re.compile(r"if self\.world_size == 2 or self\.full_nvlin
 DEFAULT_EFFECTS = {"flashinfer_allreduce_fusion": {"speed": 1 / FUSION_SLOWDOWN, "load_w": FUSION_LOAD_W,
                                                    "util_pct": FUSION_UTIL_PCT}}
 POWER_FILE = "/var/lib/sglang/standin-power-draw"
+# Where the nvidia-smi stand-in keeps the power limits set with -pl (molecule/resources/nvidia-smi).
+NVIDIA_SMI_STATE = "/run/nvidia-smi-standin"
 
 
 def sglang_package_dir():
@@ -163,11 +165,40 @@ def tokens_per_second(live=(), chosen=None, in_flight=1, noise=0.0, rng=None):
     noise: the relative standard deviation of a request's rate (SGLANG_STANDIN_NOISE), drawn from rng.
     """
     rate = float(os.environ.get("SGLANG_STANDIN_TOKENS_PER_SECOND", "400"))
+    knee = float(os.environ.get("SGLANG_STANDIN_POWER_KNEE_W") or 0)
+    if knee:
+        rate *= power_factor(power_limit_w(), knee)
     for gate in live:
         rate *= speed_of((chosen or DEFAULT_EFFECTS).get(gate, {}), in_flight)
     if noise and rng is not None:
         rate *= max(0.05, rng.gauss(1.0, noise))
     return rate
+
+
+def power_limit_w(state_dir=NVIDIA_SMI_STATE):
+    """The lowest power limit set on the GPUs with the nvidia-smi stand-in's -pl; None where none was set."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return None
+    limits = []
+    for name in names:
+        if name.startswith("power-limit-"):
+            try:
+                with open(os.path.join(state_dir, name)) as state:
+                    limits.append(float(state.read().strip()))
+            except (OSError, ValueError):
+                continue
+    return min(limits) if limits else None
+
+
+def power_factor(limit_w, knee_w):
+    """A card's speed under a power limit: the same down to the knee, then falling as the cube of the limit (on
+    RTX PRO 6000 cards 500 W gave the tok/s of 600 W, 450 W 2.4 % less, 300 W 23 % less in one published sweep,
+    ../shared/research/launch-knobs-2026-12.md). No knee (SGLANG_STANDIN_POWER_KNEE_W unset): no effect."""
+    if not knee_w or limit_w is None or limit_w >= knee_w:
+        return 1.0
+    return (limit_w / knee_w) ** 3
 
 
 def cold_factor(started_before, cold_requests, factor):

@@ -542,3 +542,21 @@ def test_server_info_reports_the_accept_length_once_speculative_decoding_has_ser
         assert "avg_spec_accept_length" not in info["internal_states"][0]
     finally:
         _stop(proc)
+
+
+def test_a_power_limit_below_the_knee_slows_the_server_as_a_card_does(tmp_path, monkeypatch):
+    gpu = _load_standin_gpu()
+    assert gpu.power_limit_w(str(tmp_path / "none")) is None
+    for index, watts in enumerate(("600.00", "300.00")):
+        (tmp_path / ("power-limit-%d" % index)).write_text(watts + "\n")
+    (tmp_path / "power-limit-2").write_text("garbage\n")
+    assert gpu.power_limit_w(str(tmp_path)) == 300.0
+    assert [gpu.power_factor(limit, 450.0) for limit in (600.0, 450.0, None)] == [1.0, 1.0, 1.0]
+    assert gpu.power_factor(225.0, 450.0) == pytest.approx(0.125)
+    assert gpu.power_factor(225.0, 0) == 1.0
+    monkeypatch.setattr(gpu, "power_limit_w", lambda state_dir=str(tmp_path): 300.0)
+    monkeypatch.setenv("SGLANG_STANDIN_TOKENS_PER_SECOND", "400")
+    monkeypatch.delenv("SGLANG_STANDIN_POWER_KNEE_W", raising=False)
+    assert gpu.tokens_per_second() == 400.0
+    monkeypatch.setenv("SGLANG_STANDIN_POWER_KNEE_W", "400")
+    assert gpu.tokens_per_second() == pytest.approx(400.0 * (300 / 400) ** 3)
