@@ -661,13 +661,15 @@ def report_entries(measurement, patches_live, tuning_live):
     return entries
 
 
-def final_rows(rows, final_config, threshold_load):
+def final_rows(rows, final_config, threshold_load, final_label=None):
     """The report's rows in order of measurement, the kept configuration's moved last, its threshold load last of all.
 
-    The reports take the last row as the run's result.
+    The reports take the last row as the run's result. ``final_label``, the label of the measurement kept, tells it
+    from other measurements of the same configuration (the power limit's steps).
     """
     key = config_key(final_config or [])
-    final = [row for row in rows if config_key(row.get("config") or []) == key]
+    final = [row for row in rows if config_key(row.get("config") or []) == key
+             and (final_label is None or str(row.get("label", "")).startswith("%s, load " % final_label))]
     seen, latest = set(), []
     for row in reversed(final):  # the latest measurement of that configuration, one row per load
         if row.get("load") not in seen:

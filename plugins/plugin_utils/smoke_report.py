@@ -186,6 +186,7 @@ def smoke_report_markdown(run):
 
     lines += upgrade_lines(run.get("upgrade"))
     lines += experiment_lines(run.get("verdicts"))
+    lines += power_limit_lines(run.get("power_limit"))
 
     lines += ["", "## Measurements", ""]
     if not measurements:
@@ -272,6 +273,36 @@ def _parity_text(verdict):
     if number(parity.get("total")) is None:
         return NA
     return "%s of %s" % (_count(parity.get("matched")), _count(parity.get("total")))
+
+
+def power_limit_lines(power):
+    """The power limit's search: each step, its decision, energy and throughput per load, and what the GPUs drew."""
+    if not isinstance(power, Mapping) or not isinstance(power.get("verdicts"), list):
+        return []
+    rows = []
+    for verdict in power["verdicts"]:
+        if not isinstance(verdict, Mapping):
+            continue
+        energy = verdict.get("energy") if isinstance(verdict.get("energy"), Mapping) else {}
+        per_load = "; ".join("%s %s J/token, %s tok/s" % (
+            _inline(load), "%+.1f %%" % (number(figures.get("change")) * 100)
+            if number(figures.get("change")) is not None else NA,
+            "%+.1f %%" % (number(get_in(verdict, "loads", load, "change")) * 100)
+            if number(get_in(verdict, "loads", load, "change")) is not None else NA)
+            for load, figures in sorted(energy.items()) if isinstance(figures, Mapping)) or NA
+        draw = verdict.get("draw") if isinstance(verdict.get("draw"), Mapping) else {}
+        rows.append([format_number(verdict.get("limit_w"), 0), _inline(verdict.get("decision") or NA),
+                     _inline(verdict.get("reason") or NA), per_load, format_number(draw.get("candidate_w"), 1),
+                     format_number(draw.get("baseline_w"), 1)])
+    start, kept = number(power.get("start_w")), number(power.get("limit_w"))
+    if kept is None:
+        summary = "The GPUs stay at %s W: no step down paid." % format_number(start, 0)
+    else:
+        summary = "The GPUs run at %s W, from %s W (set live, and kept across reboots by the driver role's unit)." % (
+            format_number(kept, 0), format_number(start, 0))
+    return ["", "## Power limit", ""] + _table(
+        ["Limit W", "Decision", "Why", "Per load: change against the step before", "All GPUs W",
+         "W the step before"], "rlllrr", rows) + ["", summary]
 
 
 def upgrade_lines(upgrade):

@@ -397,6 +397,13 @@ def test_report_rows_put_the_kept_configuration_last_with_its_threshold_load_las
     ordered = ex.final_rows(rows, [], "high")
     assert [(row["label"]) for row in ordered] == [
         "with f, load high", "with f, load low", "baseline, load low", "baseline, load high"]
+    # The power limit's steps measure the same configuration again: the one kept is named by its label.
+    stepped = rows + ex.report_entries(dict(measurement([], 500, 3000), label="baseline at 350 W"), [], []) + (
+        ex.report_entries(dict(measurement([], 250, 1500), label="baseline at 200 W"), [], []))
+    assert [row["label"] for row in ex.final_rows(stepped, [], "high", "baseline at 350 W")][-2:] == [
+        "baseline at 350 W, load low", "baseline at 350 W, load high"]
+    assert [row["label"] for row in ex.final_rows(stepped, [], "high", "baseline")][-2:] == [
+        "baseline, load low", "baseline, load high"]
 
 
 def test_the_switch_turns_gates_and_tuning_options_on_exactly_where_the_configuration_has_them():

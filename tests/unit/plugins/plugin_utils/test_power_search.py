@@ -29,8 +29,9 @@ def card(limit_w, knee_w=450.0, load_w=580.0, rate=(500.0, 3000.0), gpus=8):
     return {"config": ["nccl_min_nchannels_8"], "label": "at %g W" % limit_w, "loads": loads, "parity": []}
 
 
-def search(steps, settings=SETTINGS, **shape):
+def search(steps, settings=None, **shape):
     """The role's loop: ask, measure the step asked for, until done; the steps measured in order."""
+    settings = settings or SETTINGS
     measured, asked = {}, []
     baseline = card(600.0, **shape)
     for _round in range(len(steps) + 1):

@@ -96,6 +96,19 @@ def test_each_gpu_runs_at_its_maximum_or_the_limit_asked_for():
     assert all(plan["problem"] is None for plan in power_limit.effective_limits(gpus, "450"))
 
 
+def test_the_limit_the_smoke_test_kept_is_taken_where_the_inventory_asks_for_none():
+    gpus = facts("rtx-pro-6000-server-x8")["nvidia_gpus"]
+    record = "/var/lib/sm120-sglang/power-limit.json"
+    assert {plan["watts"] for plan in power_limit.effective_limits(gpus, 0, 350, record)} == {350.0}
+    assert {plan["watts"] for plan in power_limit.effective_limits(gpus, "0", "350.0", record)} == {350.0}
+    # The inventory's limit outranks the measured one.
+    assert {plan["watts"] for plan in power_limit.effective_limits(gpus, 450, 350, record)} == {450.0}
+    plans = power_limit.effective_limits(gpus, 0, 100, record)
+    assert plans[0]["problem"] == ("GPU 0 (NVIDIA RTX PRO 6000 Blackwell Server Edition) accepts a power limit of "
+                                   "150.0-600.0 W, the smoke test kept (%s) 100 W. Fix: delete %s (the next smoke test "
+                                   "searches again) or set gpu_driver_power_limit_w." % (record, record))
+
+
 def test_a_limit_outside_a_gpu_s_range_or_no_maximum_is_refused_naming_the_variable():
     gpus = facts("rtx-pro-6000-server-x8")["nvidia_gpus"]
     plans = power_limit.effective_limits(gpus, 700)
