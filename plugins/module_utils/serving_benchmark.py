@@ -21,7 +21,6 @@ import math
 import random
 import ssl
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from typing import Optional
@@ -362,14 +361,23 @@ def accept_length_of(server_info):
 
 def server_accept_length(plan, target):
     """The server's accept length after a run (accept_length_of); None where /server_info cannot be read."""
-    url = target.url[:-len(ENDPOINT_PATHS[plan.endpoint])] + "/server_info"
-    request = urllib.request.Request(url, headers={"Authorization": "Bearer %s" % plan.api_key} if plan.api_key else {})
+    path = target.path[:-len(ENDPOINT_PATHS[plan.endpoint])] + "/server_info"
+    headers = {"Authorization": "Bearer %s" % plan.api_key} if plan.api_key else {}
+    if target.scheme == "https":
+        connection = http.client.HTTPSConnection(target.host, target.port, timeout=SERVER_INFO_TIMEOUT_S,
+                                                 context=ssl.create_default_context())
+    else:
+        connection = http.client.HTTPConnection(target.host, target.port, timeout=SERVER_INFO_TIMEOUT_S)
     try:
-        context = ssl.create_default_context() if target.scheme == "https" else None
-        with urllib.request.urlopen(request, timeout=SERVER_INFO_TIMEOUT_S, context=context) as response:
-            return accept_length_of(json.loads(response.read().decode("utf-8")))
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        if response.status != 200:
+            return None
+        return accept_length_of(json.loads(response.read().decode("utf-8")))
     except (OSError, ValueError, http.client.HTTPException):
         return None
+    finally:
+        connection.close()
 
 
 def run_benchmark(plan, power=PowerPlan()):

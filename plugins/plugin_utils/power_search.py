@@ -150,8 +150,8 @@ def power_verdict(watts, baseline, candidate, settings):
                         for load in loads)
     message = "%s %s, %s. %s" % (name, decision, reason, figures)
     if draw.get("baseline_w") is not None and draw.get("candidate_w") is not None:
-        message += ". All GPUs drew %.1f W at load %s, against %.1f W" % (draw["candidate_w"], top,
-                                                                           draw["baseline_w"])
+        message += ". All GPUs drew %.1f W at load %s, against %.1f W" % (
+            draw["candidate_w"], top, draw["baseline_w"])
     return {"experiment": name, "limit_w": watts, "decision": decision, "reason": reason, "loads": speed,
             "energy": energy, "draw": draw, "objective": {"broken": broken}, "parity": {},
             "baseline_config": list(baseline.get("config") or []), "candidate_config": list(candidate.get("config") or []),

@@ -288,8 +288,8 @@ THREE = {"h": (1.08, 1.08), "n": (1.0, 1.0), "f": (0.1, 0.06)}
     ("3", 3, {"h": ex.KEPT, "n": ex.NO_GAIN, "f": ex.REJECTED}, ["h"]),
     (None, 3, {"h": ex.KEPT, "n": ex.NO_GAIN, "f": ex.REJECTED}, ["h"]),
 ])
-def test_the_restart_budget_bounds_the_measurements_and_leaves_the_rest_untried(budget, measured_restarts, expected,
-                                                                                 keep):
+def test_the_restart_budget_bounds_the_measurements_and_leaves_the_rest_untried(
+        budget, measured_restarts, expected, keep):
     step, _restarts = drive(["h", "n", "f"], model(THREE), settings=dict(SETTINGS, restart_budget=budget))
     assert decisions(step) == expected and step["keep"] == keep
     assert step["restarts"] == measured_restarts

@@ -164,8 +164,8 @@ def test_the_power_limit_search_has_a_row_per_step_and_says_where_the_gpus_run()
     from ansible_collections.sm120.sglang.tests.unit.plugins.plugin_utils.test_power_search import search
     step, _asked = search([550.0, 500.0, 450.0, 400.0, 350.0])
     assert "## Power limit" not in smoke_report_markdown(RUN)
-    text = smoke_report_markdown(dict(RUN, power_limit={"start_w": 600.0, "limit_w": step["limit_w"],
-                                                         "verdicts": step["verdicts"]}))
+    power = {"start_w": 600.0, "limit_w": step["limit_w"], "verdicts": step["verdicts"]}
+    text = smoke_report_markdown(dict(RUN, power_limit=power))
     section = text.split("## Power limit", 1)[1].split("\n## ", 1)[0]
     assert [row[:2] for row in _rows(section, "")[1:]] == [["550", "kept"], ["500", "kept"], ["450", "kept"],
                                                            ["400", "rejected"], ["350", "untried"]]
@@ -174,8 +174,8 @@ def test_the_power_limit_search_has_a_row_per_step_and_says_where_the_gpus_run()
     assert row450[4:] == ["3,600.0", "4,000.0"]
     assert "The GPUs run at 450 W, from 600 W" in section
     step, _asked = search([550.0], load_w=400.0)
-    text = smoke_report_markdown(dict(RUN, power_limit={"start_w": 600.0, "limit_w": None,
-                                                         "verdicts": step["verdicts"]}))
+    power = {"start_w": 600.0, "limit_w": None, "verdicts": step["verdicts"]}
+    text = smoke_report_markdown(dict(RUN, power_limit=power))
     assert "The GPUs stay at 600 W: no step down paid." in text
 
 
