@@ -288,6 +288,21 @@ def objective_misses(measurement, slo, loads):
     return misses
 
 
+def objective_against(baseline, candidate, slo, loads):
+    """The objective of a candidate against its baseline: {misses, baseline_misses, broken, shared}.
+
+    A configuration faster in tok/s that makes a user wait past the bound is not better. A miss the baseline has as
+    well is not the candidate's doing (the host cannot meet that bound either way): only a bound the baseline met
+    and the candidate misses is ``broken``; the misses both have are ``shared``, reported beside the verdict.
+    """
+    base_misses = objective_misses(baseline, slo, loads)
+    cand_misses = objective_misses(candidate, slo, loads)
+    missed_before = {(miss["load"], miss["field"]) for miss in base_misses}
+    return {"misses": cand_misses, "baseline_misses": base_misses,
+            "broken": [miss for miss in cand_misses if (miss["load"], miss["field"]) not in missed_before],
+            "shared": [miss for miss in cand_misses if (miss["load"], miss["field"]) in missed_before]}
+
+
 def describe_miss(miss):
     what = SLO_FIELDS[miss["field"]]["what"]
     if miss["value"] is None:
@@ -327,13 +342,8 @@ def experiment_verdict(name, baseline, candidate, settings):
     cause = _cause(candidate, loads)
     regressed = [load for load in loads if by_load[load]["verdict"] == REGRESSION]
     gained = [load for load in loads if by_load[load]["verdict"] == GAIN]
-    # The objective: a configuration faster in tok/s that makes a user wait past the bound is not better. A miss
-    # the baseline has as well is not the candidate's doing (the host cannot meet that bound either way), so only
-    # a bound the baseline met and the candidate misses rejects it; both are reported.
-    base_misses = objective_misses(baseline, settings["slo"], loads)
-    cand_misses = objective_misses(candidate, settings["slo"], loads)
-    missed_before = {(miss["load"], miss["field"]) for miss in base_misses}
-    broken = [miss for miss in cand_misses if (miss["load"], miss["field"]) not in missed_before]
+    objective = objective_against(baseline, candidate, settings["slo"], loads)
+    broken = objective["broken"]
     if not parity["ok"]:
         decision, reason = REJECTED, ("wrong output: %d of %d prompts agree with the baseline on at least their "
                                       "first %.0f %% (%.0f %% of the prompts needed)" % (
@@ -353,15 +363,14 @@ def experiment_verdict(name, baseline, candidate, settings):
         by_load[load]["candidate"]["median"], by_load[load]["baseline"]["median"],
         by_load[load]["candidate"]["spread"] * 100, by_load[load]["baseline"]["spread"] * 100) for load in loads)
     message = "%s %s, %s. %s" % (name, decision, reason, figures)
-    shared = [miss for miss in cand_misses if (miss["load"], miss["field"]) in missed_before]
-    if shared:
-        message += ". Missed with and without it: %s" % "; ".join(describe_miss(miss) for miss in shared)
+    if objective["shared"]:
+        message += ". Missed with and without it: %s" % "; ".join(describe_miss(miss) for miss in objective["shared"])
     if cause["verdict"] != UNKNOWN and decision == REJECTED:
         message += ". With it: %s" % cause["explanation"].rstrip(".")
     return {"experiment": name, "decision": decision, "reason": reason, "loads": by_load, "parity": parity,
             "cause": cause["verdict"], "baseline_config": list(baseline.get("config") or []),
             "candidate_config": list(candidate.get("config") or []),
-            "objective": {"misses": cand_misses, "baseline_misses": base_misses, "broken": broken},
+            "objective": {key: objective[key] for key in ("misses", "baseline_misses", "broken")},
             "message": message + "."}
 
 

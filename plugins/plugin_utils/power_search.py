@@ -28,7 +28,7 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import (
     compare_load,
     describe_miss,
     median,
-    objective_misses,
+    objective_against,
     settings_of,
     spread,
 )
@@ -126,9 +126,7 @@ def power_verdict(watts, baseline, candidate, settings):
                                 "%s (%s)" % (load, name)) for load in loads}
     energy = {load: compare_energy(baseline["loads"].get(load), candidate["loads"].get(load), settings,
                                    "%s (%s)" % (load, name)) for load in loads}
-    missed_before = {(miss["load"], miss["field"]) for miss in objective_misses(baseline, settings["slo"], loads)}
-    broken = [miss for miss in objective_misses(candidate, settings["slo"], loads)
-              if (miss["load"], miss["field"]) not in missed_before]
+    broken = objective_against(baseline, candidate, settings["slo"], loads)["broken"]
     slower = [load for load in loads if speed[load]["verdict"] == REGRESSION]
     costlier = [load for load in loads if energy[load]["verdict"] == REGRESSION]
     saved = [load for load in loads if energy[load]["verdict"] == GAIN]
