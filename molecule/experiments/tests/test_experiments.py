@@ -173,7 +173,11 @@ def test_the_power_limit_settles_at_the_lowest_step_that_saves_energy_and_holds_
     assert power["start_w"] == 600.0 and power["limit_w"] == 350.0, power
     kept, slower = power["verdicts"]
     assert (kept["limit_w"], kept["decision"]) == (350.0, "kept"), kept["message"]
-    assert all(load["verdict"] == "gain" and load["change"] < -0.2 for load in kept["energy"].values()), kept["message"]
+    # The rule: less energy beyond the band at some load, more at none. Each load's medians fall by about a quarter
+    # (480 to 350 W a GPU at the same speed); a short low-load run's energy readings may spread past that band.
+    energy = kept["energy"].values()
+    assert all(load["change"] < -0.2 and load["verdict"] != "regression" for load in energy), kept["message"]
+    assert any(load["verdict"] == "gain" for load in energy), kept["message"]
     assert kept["draw"]["candidate_w"] < kept["draw"]["baseline_w"], kept["draw"]
     assert (slower["limit_w"], slower["decision"]) == (200.0, "rejected"), slower["message"]
     assert slower["reason"].startswith("slower at load"), slower["message"]
