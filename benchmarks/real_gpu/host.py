@@ -24,6 +24,9 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
   cause        trace_gpu.py: the cause verdict against a fine NVML trace, underfed and saturated
   parity       the parity prompts at temperature 0, before and after a restart of one configuration
   experiments  the same playbook with two tuning options: the smoke test decides them on real restarts
+  speculative  speculative decoding on the real server, each start measured by the smoke test: without it, with
+               --max-running-requests left to SGLang (which resets it to 48), and with it at the highest load;
+               /server_info of each start (not in a plain run: --only ...,speculative)
   summary      summary.md from the results
 
 Results go to /var/tmp/sm120-real/results (then $OUT/results.tar.gz, $OUT/summary.md, $OUT/harness.log).
@@ -87,11 +90,22 @@ INVENTORY = HERE / "inventory"
 URL = "http://127.0.0.1:30000"
 UNIT = "sglang-%s.service" % PROFILE
 TUNING = ["cuda_graph_max_bs_128", "max_running_requests_64"]
-PHASES = ("setup", "model", "deploy", "compare", "cause", "parity", "experiments", "summary")
+PHASES = ("setup", "model", "deploy", "compare", "cause", "parity", "experiments", "speculative", "summary")
+# Phases a run without --only leaves out (each costs server starts the others do not need).
+OPT_IN = ("speculative",)
 REHEARSAL_SKIPS = ("compare", "cause")
 REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
 NEEDS = {"model": "setup", "deploy": "model", "compare": "deploy", "cause": "deploy", "parity": "deploy",
-         "experiments": "deploy"}
+         "experiments": "deploy", "speculative": "model"}
+# Speculative decoding (issue 17): the random Llama has no MTP head, so the 1.1 B one drafts for it. STANDALONE is
+# SGLang's EAGLE worker with a draft model of its own, the worker MTP runs with the model's own head; 3 steps, top-1,
+# 4 draft tokens as the GLM-5 option (data/experiments.yml mtp_nextn_3_4). SGLang 0.5.16 resets
+# --max-running-requests to 48 for it when unset (arg_groups/speculative_hook.py, _handle_eagle_family).
+DRAFT = HOME / "models" / "llama-1b-random"
+SPECULATIVE = {"--speculative-algorithm": "STANDALONE", "--speculative-draft-model-path": str(DRAFT),
+               "--speculative-num-steps": 3, "--speculative-eagle-topk": 1, "--speculative-num-draft-tokens": 4}
+SPECULATIVE_STARTS = (("spec-off", {}), ("spec-unset", SPECULATIVE),
+                      ("spec-256", dict(SPECULATIVE, **{"--max-running-requests": 256})))
 
 
 def log(message):
@@ -249,7 +263,7 @@ class Readiness:
         self.thread.join()
 
 
-def playbook(name, host_vars):
+def playbook(name, host_vars, report_dir=None):
     """deploy.yml with ``host_vars`` in the inventory's host_vars, not as extra vars: an extra var outranks the
     configuration the smoke test switches to for each experiment (the first harness run measured one
     configuration four times that way; smoke_test now refuses it)."""
@@ -264,6 +278,9 @@ def playbook(name, host_vars):
     shutil.copytree(INVENTORY, inventory)
     (inventory / "host_vars").mkdir(exist_ok=True)
     host_vars = dict(host_vars, sglang_service_profile=PROFILE, sglang_service_model_path=str(MODEL))
+    if report_dir:
+        # Its own reports, baselines and verdicts: nothing a start before it stored is compared against it.
+        host_vars["smoke_test_report_dir"] = str(report_dir)
     (inventory / "host_vars" / "h200.yml").write_text(json.dumps(host_vars, indent=1) + "\n")
     argv = [str(PYTHON), "-m", "ansible", "playbook", "-i", str(inventory), "playbooks/deploy.yml", "--tags", tags]
     with Readiness() as readiness:
@@ -273,9 +290,9 @@ def playbook(name, host_vars):
     if times.get("started") and times.get("active_at"):
         record["last_start_to_active_s"] = round(times["active_at"] - times["started"], 1)
     (RESULTS / (name + ".json")).write_text(json.dumps(record, indent=1))
-    reports = WORK / "reports"
+    reports = Path(report_dir or WORK / "reports")
     if reports.exists():
-        shutil.copytree(reports, RESULTS / "reports", dirs_exist_ok=True)
+        shutil.copytree(reports, RESULTS / reports.name, dirs_exist_ok=True)
     text = (RESULTS / (name + ".log")).read_text(errors="replace")
     if "PLAY RECAP" not in text or " failed=0" not in text.split("PLAY RECAP")[-1]:
         raise RuntimeError("ansible-playbook (%s) failed; see results/%s.log" % (name, name))
@@ -348,6 +365,39 @@ def phase_experiments():
     playbook("experiments", {"sglang_service_tuning": TUNING})
 
 
+def server_info():
+    try:
+        with urllib.request.urlopen(URL + "/server_info", timeout=10) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError) as exc:
+        return {"error": str(exc)}
+
+
+def phase_speculative():
+    if not REHEARSE and not (DRAFT / "config.json").exists():
+        run([str(PYTHON), str(HERE / "make_model.py"), str(DRAFT)] + PROFILES["llama-1b-random"]["shape"], "draft",
+            env=tool_env())
+    failed = []
+    for name, extra in SPECULATIVE_STARTS:
+        try:
+            # A start that fails is refused within 7 minutes, not the inventory's 15 (the role waits on /health).
+            playbook(name, {"sglang_service_tuning": [], "sglang_service_extra_args": extra,
+                            "sglang_service_health_timeout": 420},
+                     report_dir=WORK / ("reports-" + name))
+        except RuntimeError as exc:
+            failed.append(str(exc))
+        info = server_info()
+        keep = {key: info.get(key) for key in ("max_running_requests", "max_total_num_tokens", "speculative_algorithm",
+                                               "speculative_num_steps", "speculative_num_draft_tokens", "error")}
+        keep["internal_states"] = info.get("internal_states")
+        (RESULTS / (name + "-server-info.json")).write_text(json.dumps(keep, indent=1, default=str))
+        log("  %s: /server_info max_running_requests %s, max_total_num_tokens %s, accept length %s" % (
+            name, keep["max_running_requests"], keep["max_total_num_tokens"],
+            [state.get("avg_spec_accept_length") for state in keep["internal_states"] or [] if isinstance(state, dict)]))
+    if failed:
+        raise RuntimeError("; ".join(failed))
+
+
 def phase_summary():
     server_log = Path("/var/log/systemd-standin") / (UNIT + ".log")
     if server_log.exists():
@@ -362,7 +412,8 @@ def run_all(only=None):
     RESULTS.mkdir(parents=True, exist_ok=True)
     status = {}
     for name in PHASES:
-        if (only and name not in only and name != "summary") or (REHEARSE and name in REHEARSAL_SKIPS):
+        if ((only and name not in only and name != "summary") or (not only and name in OPT_IN)
+                or (REHEARSE and name in REHEARSAL_SKIPS)):
             continue
         need = NEEDS.get(name)
         if need and status.get(need, {}).get("ok") is False:

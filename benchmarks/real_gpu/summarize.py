@@ -115,9 +115,23 @@ def main(argv):
         for record in data["records"]:
             out.append("- %s: %s" % (record["label"], json.dumps(record["texts"])[:400]))
         out.append("")
-    reports = sorted((results / "reports").glob("*/*.md")) if (results / "reports").exists() else []
-    for report in reports:
-        out += ["## Smoke test report %s" % report.parent.name, "", report.read_text(), ""]
+    infos = sorted(results.glob("spec-*-server-info.json"))
+    if infos:
+        out += ["## Speculative decoding: the server each start ran", "",
+                "| start | algorithm | max running requests | KV tokens (max_total_num_tokens) | accept length |",
+                "| --- | --- | --- | --- | --- |"]
+        for path in infos:
+            info = json.loads(path.read_text())
+            accept = [state.get("avg_spec_accept_length") for state in info.get("internal_states") or []
+                      if isinstance(state, dict)]
+            out.append("| %s | %s | %s | %s | %s |" % (
+                path.name[:-len("-server-info.json")], info.get("speculative_algorithm"),
+                info.get("max_running_requests"), info.get("max_total_num_tokens"),
+                ", ".join(fmt(value, 3) for value in accept) or info.get("error") or "n/a"))
+        out.append("")
+    for report in sorted(results.glob("reports*/*/*.md")):
+        out += ["## Smoke test report %s (%s)" % (report.parent.name, report.parent.parent.name), "",
+                report.read_text(), ""]
     text = "\n".join(out) + "\n"
     (results / "summary.md").write_text(text)
     print(text)
