@@ -36,7 +36,12 @@ the collection relies on the way SGLang 0.5.9 does:
 - ``/server_info`` with the ``--speculative-algorithm`` asked for and, once it has
   served a request with a live effect's ``accept_length``, SGLang's
   ``internal_states[0].avg_spec_accept_length`` (what bench_serving and
-  serving_benchmark report as the accept length);
+  serving_benchmark report as the accept length), and ``max_running_requests``:
+  the one asked for, else 48 with speculative decoding on (SGLang 0.5.16 resets
+  it so for every algorithm, arg_groups/speculative_hook.py), else null, as the
+  real 0.5.16 server answered without it (docs/evidence/real-sglang-h200.md,
+  fifth run). That many requests decode at once; the rest wait their turn, in
+  their time to first token, as in SGLang's waiting queue;
 - with ``--api-key``, or an ``api-key`` in the ``--config`` file (server
   arguments as YAML; this stand-in reads the JSON form the service role writes),
   everything but ``/health*`` and ``/metrics`` wants ``Authorization: Bearer <key>``
@@ -105,6 +110,7 @@ Debian does not have).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -167,6 +173,7 @@ def parse_args(argv):
     parser.add_argument("--standin-load", type=float, default=float(os.environ.get("SGLANG_STANDIN_LOAD", "0.5")))
     parser.add_argument("--enable-metrics", action="store_true")
     parser.add_argument("--speculative-algorithm")
+    parser.add_argument("--max-running-requests", type=int)
     args, ignored = parser.parse_known_args(argv)
     if args.config:
         # SGLang merges the file's arguments under the command line's, as --<key> <value>.
@@ -176,7 +183,21 @@ def parse_args(argv):
             args.api_key = config.get("api-key")
         if args.speculative_algorithm is None:
             args.speculative_algorithm = config.get("speculative-algorithm")
+        if args.max_running_requests is None and config.get("max-running-requests") is not None:
+            args.max_running_requests = int(config["max-running-requests"])
     return args, ignored
+
+
+# What SGLang 0.5.16 sets --max-running-requests to when speculative decoding is on and it is unset (every handler
+# of arg_groups/speculative_hook.py: EAGLE, NEXTN, STANDALONE, NGRAM, ...).
+SPECULATIVE_MAX_RUNNING = 48
+
+
+def max_running_requests(asked, speculative):
+    """The requests decoded at once: those asked for, else 48 with speculative decoding, else no limit (None)."""
+    if asked is not None:
+        return asked
+    return SPECULATIVE_MAX_RUNNING if speculative else None
 
 
 class Standin:
@@ -205,6 +226,12 @@ class Standin:
         self.count_lock = threading.Lock()
         self.speculative = getattr(args, "speculative_algorithm", None)
         self.accept_length = accept_length(self.live, self.chosen)
+        self.max_running = max_running_requests(getattr(args, "max_running_requests", None), self.speculative)
+        self.slots = threading.Semaphore(self.max_running) if self.max_running else None
+
+    def running_slot(self):
+        """A place among the requests decoded at once, waited for where they are limited."""
+        return self.slots if self.slots is not None else contextlib.nullcontext()
 
     def serving(self):
         return self.ready.is_set() and (self.nodes_joined is None or self.nodes_joined.is_set())
@@ -234,8 +261,8 @@ class Standin:
         state = {"last_gen_throughput": 0.0}
         if self.speculative and self.accept_length and self.requests_started:
             state["avg_spec_accept_length"] = self.accept_length
-        return {"model_path": self.model, "speculative_algorithm": self.speculative, "internal_states": [state],
-                "version": "stand-in"}
+        return {"model_path": self.model, "speculative_algorithm": self.speculative,
+                "max_running_requests": self.max_running, "internal_states": [state], "version": "stand-in"}
 
     def tokens_for(self, body):
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
@@ -440,19 +467,21 @@ class Handler(BaseHTTPRequestHandler):
         chat = path == "/v1/chat/completions"
         metrics = self.standin.metrics
         self.arrived, self.first_token_at = time.monotonic(), None
-        if metrics is not None:
-            metrics.request_started()
-        try:
-            if body.get("stream"):
-                self._stream(body, chat)
-            else:
-                self._complete(body, chat)
-        finally:
+        # Beyond --max-running-requests a request waits, its time to first token running.
+        with self.standin.running_slot():
             if metrics is not None:
-                done = time.monotonic()
-                count = self.standin.tokens_for(body)[0]
-                metrics.request_done(prompt_tokens(body), count, (self.first_token_at or done) - self.arrived,
-                                     done - self.arrived, prompt_text(body).split())
+                metrics.request_started()
+            try:
+                if body.get("stream"):
+                    self._stream(body, chat)
+                else:
+                    self._complete(body, chat)
+            finally:
+                if metrics is not None:
+                    done = time.monotonic()
+                    count = self.standin.tokens_for(body)[0]
+                    metrics.request_done(prompt_tokens(body), count, (self.first_token_at or done) - self.arrived,
+                                         done - self.arrived, prompt_text(body).split())
 
     # ------------------------------------------------------------ generation
     def _generate(self, body, count):

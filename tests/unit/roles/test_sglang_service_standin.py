@@ -560,3 +560,53 @@ def test_a_power_limit_below_the_knee_slows_the_server_as_a_card_does(tmp_path, 
     assert gpu.tokens_per_second() == 400.0
     monkeypatch.setenv("SGLANG_STANDIN_POWER_KNEE_W", "400")
     assert gpu.tokens_per_second() == pytest.approx(400.0 * (300 / 400) ** 3)
+
+
+def _most_running(port, requests, max_tokens=40):
+    """Send ``requests`` completions at once; the most /metrics counted decoding at once while they ran, and
+    whether every one answered 200."""
+    import threading
+
+    statuses, most = [], 0
+
+    def send():
+        body = {"model": "glm-5", "prompt": [11, 12, 13], "max_tokens": max_tokens, "ignore_eos": True}
+        statuses.append(_request(port, "POST", "/v1/completions", body)[0])
+
+    threads = [threading.Thread(target=send) for _request_number in range(requests)]
+    for thread in threads:
+        thread.start()
+    while any(thread.is_alive() for thread in threads):
+        text = _request(port, "GET", "/metrics", key=None)[1].decode()
+        running = [line for line in text.splitlines() if line.startswith("sglang:num_running_reqs{")]
+        most = max(most, float(running[0].rsplit(" ", 1)[1]))
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join()
+    return most, statuses
+
+
+@pytest.mark.parametrize("flags, expected_info, capped", [
+    # SGLang 0.5.16 resets an unset --max-running-requests to 48 for speculative decoding.
+    (["--speculative-algorithm", "NEXTN"], 48, True),
+    # Set explicitly, as the mtp option's max_running_requests: highest_load does, the 48 is not applied.
+    (["--speculative-algorithm", "NEXTN", "--max-running-requests", "64"], 64, False),
+    # Without speculative decoding the real 0.5.16 server left it null in /server_info.
+    ([], None, False),
+])
+def test_speculative_decoding_caps_the_running_requests_at_48_unless_they_are_set(tmp_path, flags, expected_info,
+                                                                                  capped):
+    # 40 tokens at 40 tok/s: each request decodes for about a second, so 56 sent at once overlap.
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0", rate="40",
+                        flags=["--enable-metrics"] + flags)
+    try:
+        info = json.loads(_request(port, "GET", "/server_info")[1])
+        assert info["max_running_requests"] == expected_info
+        most, statuses = _most_running(port, 56)
+        assert statuses == [200] * 56
+        if capped:
+            assert 40 <= most <= 48
+        else:
+            assert most > 48
+    finally:
+        _stop(proc)
