@@ -386,6 +386,8 @@ def phase_speculative():
                      report_dir=WORK / ("reports-" + name))
         except RuntimeError as exc:
             failed.append(str(exc))
+            if keep_server_log():
+                shutil.copy(RESULTS / "server.log", RESULTS / (name + "-server.log"))
         info = server_info()
         keep = {key: info.get(key) for key in ("max_running_requests", "max_total_num_tokens", "speculative_algorithm",
                                                "speculative_num_steps", "speculative_num_draft_tokens", "error")}
@@ -399,10 +401,7 @@ def phase_speculative():
 
 
 def phase_summary():
-    server_log = Path("/var/log/systemd-standin") / (UNIT + ".log")
-    if server_log.exists():
-        data = server_log.read_bytes()
-        (RESULTS / "server.log").write_bytes(data[-4_000_000:])
+    keep_server_log()
     run([sys.executable, str(HERE / "summarize.py"), str(RESULTS)], "summary", check=False)
 
 
@@ -454,11 +453,24 @@ def start(only):
     return child.pid
 
 
+def keep_server_log():
+    """The end of the server's log in the results: a start that does not answer says why there, even when the
+    machine is lost before the run ends (the fifth run lost two such starts without it)."""
+    server_log = Path("/var/log/systemd-standin") / (UNIT + ".log")
+    if not server_log.exists() or not RESULTS.exists():
+        return False
+    with open(server_log, "rb") as handle:
+        handle.seek(max(0, server_log.stat().st_size - 4_000_000))
+        (RESULTS / "server.log").write_bytes(handle.read())
+    return True
+
+
 def collect():
     out = os.environ.get("OUT")
     if not out:
         return
     out = Path(out)
+    keep_server_log()
     with tarfile.open(out / "results.tar.gz", "w:gz") as tar:
         tar.add(RESULTS, arcname="results")
     for name in ("summary.md", "phases.json"):
