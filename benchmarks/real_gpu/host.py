@@ -63,6 +63,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from summarize import accept_lengths
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 HOME = Path("/opt/sm120-real")
@@ -394,8 +396,7 @@ def phase_speculative():
         keep["internal_states"] = info.get("internal_states")
         (RESULTS / (name + "-server-info.json")).write_text(json.dumps(keep, indent=1, default=str))
         log("  %s: /server_info max_running_requests %s, max_total_num_tokens %s, accept length %s" % (
-            name, keep["max_running_requests"], keep["max_total_num_tokens"],
-            [state.get("avg_spec_accept_length") for state in keep["internal_states"] or [] if isinstance(state, dict)]))
+            name, keep["max_running_requests"], keep["max_total_num_tokens"], accept_lengths(keep)))
     if failed:
         raise RuntimeError("; ".join(failed))
 

@@ -20,6 +20,12 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+def accept_lengths(info):
+    """avg_spec_accept_length of each of a /server_info's internal states (None where it has none)."""
+    return [state.get("avg_spec_accept_length") for state in info.get("internal_states") or []
+            if isinstance(state, dict)]
+
+
 def fmt(value, digits=1):
     return "n/a" if value is None else ("{:,.%df}" % digits).format(value)
 
@@ -122,8 +128,7 @@ def main(argv):
                 "| --- | --- | --- | --- | --- |"]
         for path in infos:
             info = json.loads(path.read_text())
-            accept = [state.get("avg_spec_accept_length") for state in info.get("internal_states") or []
-                      if isinstance(state, dict)]
+            accept = accept_lengths(info)
             out.append("| %s | %s | %s | %s | %s |" % (
                 path.name[:-len("-server-info.json")], info.get("speculative_algorithm"),
                 info.get("max_running_requests"), info.get("max_total_num_tokens"),

@@ -156,6 +156,10 @@ VOCABULARY = (" the", " of", " GPU", " token", " model", " Paris", " is", " a", 
 GARBLED = " !!"
 
 
+# The --config file's keys this stand-in reads, each the flag of that name (as SGLang reads the file).
+CONFIG_KEYS = ("api-key", "speculative-algorithm", "max-running-requests")
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--model-path", "--model", required=True)
@@ -179,12 +183,10 @@ def parse_args(argv):
         # SGLang merges the file's arguments under the command line's, as --<key> <value>.
         with open(args.config, encoding="utf-8") as handle:
             config = json.load(handle)
-        if args.api_key is None:
-            args.api_key = config.get("api-key")
-        if args.speculative_algorithm is None:
-            args.speculative_algorithm = config.get("speculative-algorithm")
-        if args.max_running_requests is None and config.get("max-running-requests") is not None:
-            args.max_running_requests = int(config["max-running-requests"])
+        for key in CONFIG_KEYS:
+            dest = key.replace("-", "_")
+            if getattr(args, dest) is None and config.get(key) is not None:
+                setattr(args, dest, config[key])
     return args, ignored
 
 
@@ -226,7 +228,8 @@ class Standin:
         self.count_lock = threading.Lock()
         self.speculative = getattr(args, "speculative_algorithm", None)
         self.accept_length = accept_length(self.live, self.chosen)
-        self.max_running = max_running_requests(getattr(args, "max_running_requests", None), self.speculative)
+        asked = getattr(args, "max_running_requests", None)
+        self.max_running = max_running_requests(int(asked) if asked is not None else None, self.speculative)
         self.slots = threading.Semaphore(self.max_running) if self.max_running else None
 
     def running_slot(self):

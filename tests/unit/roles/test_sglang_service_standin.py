@@ -26,6 +26,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -565,8 +566,6 @@ def test_a_power_limit_below_the_knee_slows_the_server_as_a_card_does(tmp_path, 
 def _most_running(port, requests, max_tokens=40):
     """Send ``requests`` completions at once; the most /metrics counted decoding at once while they ran, and
     whether every one answered 200."""
-    import threading
-
     statuses, most = [], 0
 
     def send():
