@@ -34,7 +34,8 @@ Results go to /var/tmp/sm120-real/results (then $OUT/results.tar.gz, $OUT/summar
 For a short session, variables narrow a run: SM120_REAL_DEPLOY_TAGS (the deploy's tags, e.g.
 ``preflight,service`` to start the server without the smoke test), SM120_REAL_COMPARE_LOADS (the loads the
 clients are compared at, e.g. ``c64``), SM120_REAL_COMPARE_REPEATS (rounds a load, 3 unless set) and
-SM120_REAL_COMPARE_TOOLS (compare_clients.py's --tools). Another variable picks the model:
+SM120_REAL_COMPARE_TOOLS (compare_clients.py's --tools), SM120_REAL_SPECULATIVE_STARTS (the speculative phase's
+starts, e.g. ``spec-unset,spec-off``). Another variable picks the model:
 SM120_REAL_PROFILE=llama-8b-random makes and serves a 5.8 B Llama (32 layers, hidden 4,096), whose decode the GPU
 limits rather than the server's host side:
 
@@ -109,6 +110,13 @@ SPECULATIVE = {"--speculative-algorithm": "STANDALONE", "--speculative-draft-mod
 # The speculative starts first: the fifth run measured the start without twice and lost both speculative ones.
 SPECULATIVE_STARTS = (("spec-unset", SPECULATIVE), ("spec-256", dict(SPECULATIVE, **{"--max-running-requests": 256})),
                       ("spec-off", {}))
+# What SGLang's EAGLE worker imports when it captures the draft's CUDA graphs (eagle_worker_v2._capture_cuda_graphs
+# of 0.5.16): checked in seconds before the first start, which otherwise dies minutes in (the sixth run's did).
+SPECULATIVE_IMPORTS = ("import deep_gemm; "
+                       "from sglang.srt.layers.attention.dsa_backend import DeepseekSparseAttnBackend; "
+                       "from sglang.srt.layers.attention.deepseek_v4_backend import DeepseekV4AttnBackend; "
+                       "from sglang.srt.layers.attention.flashmla_backend import FlashMLABackend; "
+                       "import sglang.srt.speculative.standalone_worker_v2")
 
 
 def log(message):
@@ -380,8 +388,13 @@ def phase_speculative():
     if not REHEARSE and not (DRAFT / "config.json").exists():
         run([str(PYTHON), str(HERE / "make_model.py"), str(DRAFT)] + PROFILES["llama-1b-random"]["shape"], "draft",
             env=tool_env())
+    if not REHEARSE:
+        run([str(PYTHON), "-c", SPECULATIVE_IMPORTS], "speculative-imports", env=tool_env())
     failed = []
+    chosen = os.environ.get("SM120_REAL_SPECULATIVE_STARTS", "")
     for name, extra in SPECULATIVE_STARTS:
+        if chosen and name not in chosen.split(","):
+            continue
         try:
             # A start that fails is refused within 7 minutes, not the inventory's 15 (the role waits on /health).
             playbook(name, {"sglang_service_tuning": [], "sglang_service_extra_args": extra,
