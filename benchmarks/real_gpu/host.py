@@ -385,10 +385,10 @@ def server_info():
 
 
 def phase_speculative():
-    if not REHEARSE and not (DRAFT / "config.json").exists():
-        run([str(PYTHON), str(HERE / "make_model.py"), str(DRAFT)] + PROFILES["llama-1b-random"]["shape"], "draft",
-            env=tool_env())
     if not REHEARSE:
+        if not (DRAFT / "config.json").exists():
+            run([str(PYTHON), str(HERE / "make_model.py"), str(DRAFT)] + PROFILES["llama-1b-random"]["shape"],
+                "draft", env=tool_env())
         run([str(PYTHON), "-c", SPECULATIVE_IMPORTS], "speculative-imports", env=tool_env())
     failed = []
     chosen = os.environ.get("SM120_REAL_SPECULATIVE_STARTS", "")
