@@ -8,14 +8,16 @@ out of GPU memory): both are refused. Its unit can: systemd marks it failed, or 
 ``health_verdict`` decides: serving, still loading, or failed, with the reason. ``wait`` is the loop the module
 ``sm120.sglang.health_wait`` runs, its reads and its clock passed in, so that tests drive it without Ansible.
 
-Standard library only: this runs on the target with the host's own Python 3.9+.
+Standard library and Ansible's module_utils only: this runs on the target with the host's own Python 3.9+.
 """
 
 from __future__ import annotations
 
 import time
 import urllib.error
-import urllib.request
+
+from ansible.module_utils.urls import ConnectionError as UrlConnectionError
+from ansible.module_utils.urls import open_url
 
 # What each poll asks ``systemctl show``. Job: a start or restart queued and not yet run (the role starts and
 # restarts with --no-block) is not a failure, whatever state the unit is still in; NRestarts needs systemd 235.
@@ -105,15 +107,17 @@ def health_verdict(status_code, unit_props, restarts_at_start, elapsed, timeout,
 
 
 def probe_health(url, timeout, headers=None):
-    """(status, answer) of one GET: the HTTP status (None where nothing answered) and it in words."""
-    request = urllib.request.Request(url, headers=dict(headers or {}))
+    """(status, answer) of one GET: the HTTP status (None where nothing answered) and it in words.
+
+    Through Ansible's open_url, as ansible.builtin.uri asked before: the same proxy settings and certificates.
+    """
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with open_url(url, headers=dict(headers or {}), timeout=timeout) as response:
             return response.status, "%d" % response.status
     except urllib.error.HTTPError as exc:
         # 503 while SGLang warms up.
         return exc.code, "%d" % exc.code
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, UrlConnectionError, OSError) as exc:
         # Refused while the weights load; a timeout where the server hangs.
         return None, "no answer (%s)" % getattr(exc, "reason", exc)
 
