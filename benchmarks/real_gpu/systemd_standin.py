@@ -15,7 +15,8 @@ Installed as /usr/local/bin/systemctl and /usr/local/bin/journalctl, two lines o
 ``python3 systemd_standin.py systemctl|journalctl ARGS``. State lives in STATE_DIR, one JSON file per unit; the server's output in
 LOG_DIR/NAME.log, which journalctl --unit NAME --lines N prints the end of.
 
-    systemctl [--no-block] daemon-reload | start | stop | restart | show | is-active | is-enabled | enable | disable NAME
+    systemctl [--no-block] daemon-reload | start | stop | restart | is-active | is-enabled | enable | disable NAME
+    systemctl show [-p|--property NAMES]... [--value] NAME
     journalctl --unit NAME [--lines N] [--no-pager]
 """
 
@@ -341,22 +342,48 @@ def stop(name):
 
 # ------------------------------------------------------------------ the commands
 
-def show(name):
+def show(name, properties=(), value_only=False):
+    """The unit's properties, or those of ``properties`` alone (an empty value for one it does not know, as systemd
+    prints a property that has none); ``value_only``: the values without their names (--value)."""
     unit = load_unit(name)
     state = current(name)
     active = state.get("active", "inactive")
     sub = {"active": "running", "activating": "start-post", "failed": "failed"}.get(active, "dead")
+    # NRestarts: this stand-in has no Restart=, so it never restarts a unit.
     props = {"Id": name, "Names": name, "LoadState": "loaded" if unit else "not-found",
-             "ActiveState": active, "SubState": sub, "MainPID": state.get("pid") or 0,
+             "ActiveState": active, "SubState": sub, "MainPID": state.get("pid") or 0, "NRestarts": 0,
              "UnitFileState": ("enabled" if state.get("enabled") else "disabled") if unit else "",
              "FragmentPath": unit["path"] if unit else "", "Description": (unit or {}).get("Description", name)}
-    print("\n".join("%s=%s" % item for item in props.items()))
+    shown = [(key, props.get(key, "")) for key in properties] if properties else list(props.items())
+    print("\n".join(str(value) if value_only else "%s=%s" % (key, value) for key, value in shown))
     return 0
 
 
+def systemctl_args(argv):
+    """(words, properties, options) of a systemctl command line: the verb and unit names; the properties its
+    -p/--property options ask for (-p X, -pX, --property X, --property=X, commas splitting each); the other
+    options' names (--no-block, --value)."""
+    words, properties, options, i = [], [], set(), 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-p", "--property"):
+            i += 1
+            properties += argv[i].split(",") if i < len(argv) else []
+        elif arg.startswith("--property="):
+            properties += arg.split("=", 1)[1].split(",")
+        elif arg.startswith("-p") and not arg.startswith("--"):
+            properties += arg[2:].split(",")
+        elif arg.startswith("-"):
+            options.add(arg.split("=", 1)[0])
+        else:
+            words.append(arg)
+        i += 1
+    return words, [name for name in properties if name], options
+
+
 def systemctl(argv):
-    args = [arg for arg in argv if not arg.startswith("-")]
-    block = "--no-block" not in argv
+    args, properties, options = systemctl_args(argv)
+    block = "--no-block" not in options
     if not args:
         sys.stderr.write(__doc__)
         return 2
@@ -364,7 +391,7 @@ def systemctl(argv):
     if verb == "daemon-reload":
         return 0
     if verb == "show":
-        return max([show(name) for name in names] or [0])
+        return max([show(name, properties, "--value" in options) for name in names] or [0])
     codes = []
     for name in names:
         if verb == "start":

@@ -4,7 +4,8 @@
 
 It runs the unit the sglang_service role writes on a host without systemd: these check that it reads the unit
 as systemd would (command-line quoting, the environment file), and runs, holds and stops it as the role expects,
-with a real process and the role's own readiness check.
+with a real process and the role's own readiness check; and that the role's health wait (module health_wait)
+reads its show as it reads systemd's, ending when the unit serves or its server exits.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import time
 import urllib.request
 
 import pytest
+
+from ansible_collections.sm120.sglang.plugins.modules import health_wait
+from ansible_collections.sm120.sglang.tests.unit.utils import ModuleFail
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "benchmarks" / "real_gpu" / "systemd_standin.py"
@@ -116,3 +120,59 @@ def test_a_blocking_restart_returns_once_active_and_a_unit_that_does_not_exist_i
     assert systemctl("is-enabled", "demo.service").stdout.strip() == "enabled"
     assert "LoadState=not-found" in systemctl("show", "nothing.service").stdout
     assert systemctl("start", "nothing.service").returncode == 5
+
+
+@pytest.mark.parametrize("args", [("--property=ActiveState,NRestarts",), ("-p", "ActiveState", "-p", "NRestarts"),
+                                  ("--property", "ActiveState,NRestarts"), ("-pActiveState", "-pNRestarts")])
+def test_show_prints_the_properties_asked_for_in_each_way_systemctl_takes_them(unit, args):
+    systemctl, _port = unit
+    shown = systemctl("show", *args, "demo.service")
+    assert shown.returncode == 0 and shown.stdout == "ActiveState=inactive\nNRestarts=0\n"
+
+
+def test_show_counts_no_restarts_and_prints_values_alone_with_value(unit):
+    systemctl, _port = unit
+    assert "\nNRestarts=0\n" in systemctl("show", "demo.service").stdout
+    assert systemctl("show", "--property=MainPID,SubState", "--value", "demo.service").stdout == "0\ndead\n"
+    # The role's read of when the server started (tasks/main.yml): a time the stand-in does not keep reads as
+    # empty, which plugin_utils/systemd.py takes as a server that never started, as before -p was read.
+    shown = systemctl("show", "--timestamp=unix", "-p", "ExecMainStartTimestamp", "--value", "demo.service")
+    assert shown.stdout == "\n"
+
+
+@pytest.fixture
+def standin_on_path(unit, tmp_path, monkeypatch):
+    """The stand-in as the harness installs it: a systemctl on PATH that runs it, its directories in the env."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text('#!/bin/sh\nexec %s %s systemctl "$@"\n' % (sys.executable, SCRIPT))
+    (bin_dir / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    for name, directory in (("UNITS", "units"), ("STATE", "state"), ("LOGS", "logs")):
+        monkeypatch.setenv("SYSTEMD_STANDIN_" + name, str(tmp_path / directory))
+    return unit
+
+
+def test_the_health_wait_returns_once_the_standins_unit_serves(run_module, standin_on_path):
+    systemctl, port = standin_on_path
+    assert systemctl("--no-block", "start", "demo.service").returncode == 0
+    result = run_module(health_wait.main, {"url": "http://127.0.0.1:%d/" % port, "unit": "demo.service",
+                                           "timeout": 30, "delay": 0.2})
+    assert result["verdict"] == "healthy" and result["status"] == 200
+    assert result["unit_props"]["NRestarts"] == 0 and result["unit_props"]["MainPID"] > 0
+
+
+def test_the_health_wait_stops_when_the_standins_server_exits_at_start(run_module, standin_on_path, tmp_path):
+    systemctl, port = standin_on_path
+    (tmp_path / "units" / "broken.service").write_text(
+        "[Service]\nType=exec\nExecStart=%s -c \"import sys; sys.exit('failing at start')\"\n"
+        "ExecStartPost=%s %s http://127.0.0.1:%d/ 0.1\nTimeoutStartSec=20\nTimeoutStopSec=5\n"
+        % (sys.executable, sys.executable, WAIT, port))
+    assert systemctl("--no-block", "start", "broken.service").returncode == 0
+    began = time.monotonic()
+    with pytest.raises(ModuleFail) as failure:
+        run_module(health_wait.main, {"url": "http://127.0.0.1:%d/" % port, "unit": "broken.service",
+                                      "timeout": 120, "delay": 0.2})
+    assert time.monotonic() - began < 20
+    assert failure.value.result["msg"].startswith("broken.service is failed (SubState=failed)")
+    assert "failing at start" in systemctl("--unit", "broken.service", program="journalctl").stdout
