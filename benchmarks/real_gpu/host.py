@@ -22,6 +22,8 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
                llama-1b-random, the smoke test measures its loads
   compare      compare_clients.py: serving_benchmark and sglang.bench_serving side by side, /metrics the third
   cause        trace_gpu.py: the cause verdict against a fine NVML trace, underfed and saturated
+  crash        a start whose server dies after loading (--mem-fraction-static 0.01): the playbook's time to fail,
+               against its health timeout (not in a plain run: --only model,crash)
   parity       the parity prompts at temperature 0, before and after a restart of one configuration
   experiments  the same playbook with two tuning options: the smoke test decides them on real restarts
   speculative  speculative decoding on the real server, each start measured by the smoke test: without it, with
@@ -35,7 +37,8 @@ For a short session, variables narrow a run: SM120_REAL_DEPLOY_TAGS (the deploy'
 ``preflight,service`` to start the server without the smoke test), SM120_REAL_COMPARE_LOADS (the loads the
 clients are compared at, e.g. ``c64``), SM120_REAL_COMPARE_REPEATS (rounds a load, 3 unless set) and
 SM120_REAL_COMPARE_TOOLS (compare_clients.py's --tools), SM120_REAL_SPECULATIVE_STARTS (the speculative phase's
-starts, e.g. ``spec-unset,spec-off``). Another variable picks the model:
+starts, e.g. ``spec-unset,spec-off``), SM120_REAL_SMOKE_REPEATS (the smoke test's rounds a load, the inventory's 3
+unless set). Another variable picks the model:
 SM120_REAL_PROFILE=llama-8b-random makes and serves a 5.8 B Llama (32 layers, hidden 4,096), whose decode the GPU
 limits rather than the server's host side:
 
@@ -93,13 +96,14 @@ INVENTORY = HERE / "inventory"
 URL = "http://127.0.0.1:30000"
 UNIT = "sglang-%s.service" % PROFILE
 TUNING = ["cuda_graph_max_bs_128", "max_running_requests_64"]
-PHASES = ("setup", "model", "deploy", "compare", "cause", "parity", "experiments", "speculative", "summary")
+PHASES = ("setup", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "speculative",
+          "summary")
 # Phases a run without --only leaves out (each costs server starts the others do not need).
-OPT_IN = ("speculative",)
+OPT_IN = ("crash", "speculative")
 REHEARSAL_SKIPS = ("compare", "cause")
 REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
 NEEDS = {"model": "setup", "deploy": "model", "compare": "deploy", "cause": "deploy", "parity": "deploy",
-         "experiments": "deploy", "speculative": "model"}
+         "experiments": "deploy", "speculative": "model", "crash": "model"}
 # Speculative decoding (issue 17): the random Llama has no MTP head, so the 1.1 B one drafts for it. STANDALONE is
 # SGLang's EAGLE worker with a draft model of its own, the worker MTP runs with the model's own head; 3 steps, top-1,
 # 4 draft tokens as the GLM-5 option (data/experiments.yml mtp_nextn_3_4). SGLang 0.5.16 resets
@@ -212,8 +216,10 @@ def open_python_to_the_service_user():
     """The server runs as the service user, not root: the host's Python, and every folder above it, must be
     readable to another user (a rehearsal's Python lives under /root, mode 700)."""
     module = "sys" if REHEARSE else "torch"
-    probe = subprocess.run([str(PYTHON), "-c", "import os; os.setgroups([]); os.setgid(65534); os.setuid(65534); "
-                            "import " + module], capture_output=True, text=True, check=False)
+    # As nobody from the exec on: a probe that drops its privileges after the interpreter started proves nothing
+    # about the interpreter's own path (a rehearsal's passed so, and its server then could not exec).
+    probe = subprocess.run([str(PYTHON), "-c", "import " + module], capture_output=True, text=True, check=False,
+                           user=65534, group=65534, extra_groups=[])
     if probe.returncode == 0:
         return
     executable = Path(sys.executable).resolve()
@@ -289,6 +295,8 @@ def playbook(name, host_vars, report_dir=None):
     shutil.copytree(INVENTORY, inventory)
     (inventory / "host_vars").mkdir(exist_ok=True)
     host_vars = dict(host_vars, sglang_service_profile=PROFILE, sglang_service_model_path=str(MODEL))
+    if os.environ.get("SM120_REAL_SMOKE_REPEATS"):
+        host_vars["smoke_test_repeats"] = int(os.environ["SM120_REAL_SMOKE_REPEATS"])
     if report_dir:
         # Its own reports, baselines and verdicts: nothing a start before it stored is compared against it.
         host_vars["smoke_test_report_dir"] = str(report_dir)
@@ -384,6 +392,17 @@ def server_info():
         return {"error": str(exc)}
 
 
+def speculative_starts(chosen):
+    """The starts SM120_REAL_SPECULATIVE_STARTS names, in its order (all of them when it is empty)."""
+    starts = dict(SPECULATIVE_STARTS)
+    names = [name.strip() for name in chosen.split(",") if name.strip()] or list(starts)
+    unknown = [name for name in names if name not in starts]
+    if unknown:
+        raise ValueError("SM120_REAL_SPECULATIVE_STARTS names %s, not a start of the speculative phase: use %s"
+                         % (", ".join(unknown), ", ".join(starts)))
+    return [(name, starts[name]) for name in names]
+
+
 def phase_speculative():
     if not REHEARSE:
         if not (DRAFT / "config.json").exists():
@@ -391,10 +410,7 @@ def phase_speculative():
                 "draft", env=tool_env())
         run([str(PYTHON), "-c", SPECULATIVE_IMPORTS], "speculative-imports", env=tool_env())
     failed = []
-    chosen = os.environ.get("SM120_REAL_SPECULATIVE_STARTS", "")
-    for name, extra in SPECULATIVE_STARTS:
-        if chosen and name not in chosen.split(","):
-            continue
+    for name, extra in speculative_starts(os.environ.get("SM120_REAL_SPECULATIVE_STARTS", "")):
         try:
             # A start that fails is refused within 7 minutes, not the inventory's 15 (the role waits on /health).
             playbook(name, {"sglang_service_tuning": [], "sglang_service_extra_args": extra,
@@ -413,6 +429,39 @@ def phase_speculative():
             name, keep["max_running_requests"], keep["max_total_num_tokens"], accept_lengths(keep)))
     if failed:
         raise RuntimeError("; ".join(failed))
+
+
+# A start whose server dies (issue 18): SGLang loads the weights, then finds no room for the KV cache in 1 % of the
+# GPU's memory and exits. The role's health wait is to fail the play as the unit fails, not at its timeout (the
+# sixth run's first try polled its whole 420 s after the server had died). The stand-in of a rehearsal takes no
+# --mem-fraction-static; it is told to exit at start instead.
+CRASH_ARGS = {"--mem-fraction-static": 0.01}
+CRASH_TIMEOUT = 240
+
+
+def phase_crash():
+    host_vars = {"sglang_service_tuning": [], "sglang_service_extra_args": CRASH_ARGS,
+                 "sglang_service_health_timeout": CRASH_TIMEOUT}
+    if REHEARSE:
+        host_vars["sglang_service_env"] = {"SGLANG_STANDIN_FAIL_AT_START": "1"}
+    try:
+        playbook("crash", host_vars, report_dir=WORK / "reports-crash")
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError("the start with %s served: it was to die" % CRASH_ARGS)
+    if keep_server_log():
+        shutil.copy(RESULTS / "server.log", RESULTS / "crash-server.log")
+    record = json.loads((RESULTS / "crash.json").read_text())
+    text = (RESULTS / "crash.log").read_text(errors="replace")
+    said = [line.strip() for line in text.splitlines() if "did not serve" in line]
+    record.update(health_timeout_s=CRASH_TIMEOUT, failure=said[:3])
+    (RESULTS / "crash.json").write_text(json.dumps(record, indent=1))
+    log("  crash: the playbook ended in %.1f s (health timeout %d s): %s" % (
+        record["seconds"], CRASH_TIMEOUT, said[0][:300] if said else "no 'did not serve' in its log"))
+    if not said:
+        raise RuntimeError("the crashed start's playbook failed without the health wait's 'did not serve'; "
+                           "see results/crash.log")
 
 
 def phase_summary():
@@ -542,6 +591,16 @@ def main(argv=None):
         global REHEARSE
         REHEARSE = True
     only = [name for name in args.only.split(",") if name]
+    unknown = [name for name in only if name not in PHASES]
+    if unknown:
+        parser.error("--only names %s, not a phase: use %s" % (", ".join(unknown), ", ".join(PHASES)))
+    try:
+        speculative_starts(os.environ.get("SM120_REAL_SPECULATIVE_STARTS", ""))
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not (os.environ.get("SM120_REAL_SMOKE_REPEATS") or "3").isdigit():
+        parser.error("SM120_REAL_SMOKE_REPEATS=%s is not a whole number of rounds (e.g. 2)"
+                     % os.environ["SM120_REAL_SMOKE_REPEATS"])
     if only and "setup" not in only:
         only.insert(0, "setup")
     if args.command == "run":

@@ -103,6 +103,11 @@ def main(argv):
             data = json.loads(record.read_text())
             out.append("%s: ansible-playbook %s s; last start to active %s s." % (
                 name, data.get("seconds"), data.get("last_start_to_active_s")))
+    crash = results / "crash.json"
+    if crash.exists():
+        data = json.loads(crash.read_text())
+        out.append("crash: a server that died at start failed the playbook in %s s (health timeout %s s): %s" % (
+            data.get("seconds"), data.get("health_timeout_s"), "; ".join(data.get("failure") or ["(no message)"])[:400]))
     out.append("")
     compare = results / "compare.jsonl"
     if compare.exists():
