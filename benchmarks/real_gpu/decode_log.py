@@ -105,7 +105,7 @@ def summarize(text, running):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("log", type=Path)
     parser.add_argument("--running", default="1,16,64,256",
                         help="numbers of running requests to report (the harness's loads), comma-separated")
