@@ -342,14 +342,21 @@ def _first_error_hint(outcomes):
 SERVER_INFO_TIMEOUT_S = 10.0
 
 
+def _decode_server(server_info):
+    """The /server_info of the server that decodes: the whole answer, or its ``decode[0]`` where prefill and
+    decode run apart."""
+    if isinstance(server_info, dict) and isinstance(server_info.get("decode"), list) and server_info["decode"]:
+        return server_info["decode"][0]
+    return server_info
+
+
 def accept_length_of(server_info):
     """SGLang's mean accepted tokens per speculative decoding step since its start, from its /server_info, where
     bench_serving reads it (sglang/benchmark/serving.py of 0.5.16): ``internal_states[0].avg_spec_accept_length``,
     the decode server's (``decode[0]``) where prefill and decode run apart. The scheduler reports it only while
     speculative decoding is on and has run (managers/scheduler.py); None otherwise, and for any answer not shaped
     so (a router, another OpenAI-compatible server)."""
-    if isinstance(server_info, dict) and isinstance(server_info.get("decode"), list) and server_info["decode"]:
-        server_info = server_info["decode"][0]
+    server_info = _decode_server(server_info)
     states = server_info.get("internal_states") if isinstance(server_info, dict) else None
     if not isinstance(states, list) or not states or not isinstance(states[0], dict):
         return None
@@ -359,8 +366,23 @@ def accept_length_of(server_info):
     return round(float(value), 3)
 
 
-def server_accept_length(plan, target):
-    """The server's accept length after a run (accept_length_of); None where /server_info cannot be read."""
+def max_running_of(server_info):
+    """The most requests the server decodes at once, where SGLang has set it: /server_info's
+    ``max_running_requests`` (its server arguments). None where it is unset, which is no bound the server was given,
+    and for an answer not shaped so. With speculative decoding on and the option unset SGLang 0.5.16 sets it to 48
+    itself (server_args.py), and /server_info says 48: read on a real server, docs/evidence/real-sglang-h200.md
+    (sixth run; None with speculative decoding off)."""
+    server_info = _decode_server(server_info)
+    value = server_info.get("max_running_requests") if isinstance(server_info, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return None
+    return value
+
+
+def server_info_figures(plan, target):
+    """What the server says of itself after a run: {accept_length, max_running_requests} (accept_length_of,
+    max_running_of), each None where /server_info cannot be read."""
+    figures = {"accept_length": None, "max_running_requests": None}
     path = target.path[:-len(ENDPOINT_PATHS[plan.endpoint])] + "/server_info"
     headers = {"Authorization": "Bearer %s" % plan.api_key} if plan.api_key else {}
     if target.scheme == "https":
@@ -372,10 +394,11 @@ def server_accept_length(plan, target):
         connection.request("GET", path, headers=headers)
         response = connection.getresponse()
         if response.status != 200:
-            return None
-        return accept_length_of(json.loads(response.read().decode("utf-8")))
+            return figures
+        info = json.loads(response.read().decode("utf-8"))
+        return {"accept_length": accept_length_of(info), "max_running_requests": max_running_of(info)}
     except (OSError, ValueError, http.client.HTTPException):
-        return None
+        return figures
     finally:
         connection.close()
 
@@ -403,7 +426,7 @@ def run_benchmark(plan, power=PowerPlan()):
     result = {"url": target.url, "warmup_failed_requests": warmup_failed, "prompt_format": plan.prompt_format}
     result.update(summarize_requests(drive, plan.input_tokens))
     result["power"] = sampler.summary(result["duration_s"], result["output_tokens_total"])
-    result["accept_length"] = server_accept_length(plan, target)
+    result.update(server_info_figures(plan, target))
     if drive.timed_out:
         raise BenchmarkError("the run against %s did not finish within the timeout of %s s: %d of %d requests "
                              "completed%s" % (target.url, plan.timeout, result["completed_requests"], plan.num_requests,

@@ -266,6 +266,16 @@ accept_length:
   returned: always
   type: float
   sample: 3.21
+max_running_requests:
+  description:
+    - The most requests the server decodes at once, read from its C(/server_info) after the run
+      (C(max_running_requests)), that is the C(--max-running-requests) it was given, or the 48 SGLang sets itself
+      with speculative decoding on and the option unset. A load of more concurrent requests than this queues the
+      rest.
+    - V(null) where the server has no bound set, and where the URL does not answer C(/server_info).
+  returned: always
+  type: int
+  sample: 48
 ttft_ms:
   description:
     - Time to first token in milliseconds, over the completed requests.

@@ -24,7 +24,10 @@ temperature 0. An experiment is compared with the configuration it was added to:
   p99 inter-token latency (its ``slo``); a bound the baseline met and the
   candidate misses breaks the objective (one the baseline misses too is
   reported, not held against the candidate);
-- wrong output, a regression at any load or a broken objective rejects it; a
+- the server's own bound: a load of more concurrent requests than the server
+  says it runs at once (its /server_info, after each run) was not measured as
+  asked, since the rest queued (SGLang's silent 48 with speculative decoding);
+- wrong output, a capped load, a regression at any load or a broken objective rejects it; a
   gain at one load or more, and none lost, keeps it; otherwise the shipped
   behaviour stays (it is turned off) and the verdict says "no measurable gain".
 
@@ -99,16 +102,17 @@ def settings_of(raw):
                                or number(budget) != int(number(budget))):
         raise ExperimentError("smoke_test_restart_budget must be a whole number of restarts, 0 or more (null: no "
                               "bound), got %r" % (budget,))
-    loads, slo = merged.get("loads") or [], merged.get("slo")
+    loads, slo, concurrency = merged.get("loads") or [], merged.get("slo"), merged.get("concurrency") or {}
     if isinstance(loads, Mapping):
         slo = slo if slo is not None else slo_of(loads)
+        concurrency = {name: int(number(load["concurrency"])) for name, load in loads.items()}
         loads = loads_by_concurrency(loads)
     if isinstance(loads, (str, bytes)) or not all(isinstance(name, str) for name in loads):
         raise ExperimentError("the loads to compare must be a list of load names, lowest first, or the loads "
                               "themselves (smoke_test_loads), got %r" % (loads,))
     return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity,
             "parity_min_prefix": prefix, "loads": list(loads), "slo": check_slo(slo or {}),
-            "restart_budget": None if budget is None else int(number(budget))}
+            "restart_budget": None if budget is None else int(number(budget)), "concurrency": dict(concurrency)}
 
 
 def config_key(names):
@@ -310,6 +314,32 @@ def describe_miss(miss):
     return "%s %s %.1f ms above its objective %.0f ms" % (miss["load"], what, miss["value"], miss["bound"])
 
 
+# ------------------------------------------------------------------ the server's own bound on running requests
+
+def capped_loads(measurement, concurrency, loads):
+    """The loads the server ran below their concurrency: [{load, concurrency, max_running}], lowest load first.
+
+    ``max_running`` is the bound the server's /server_info gave after a run (serving_benchmark's
+    max_running_requests), the lowest of the load's runs. SGLang sets it to 48 by itself when speculative decoding
+    is on and --max-running-requests is not given (server_args.py of 0.5.9 to 0.5.23; read on a real server, docs/
+    evidence/real-sglang-h200.md, sixth run): a load of more concurrent requests then queues the rest, and what
+    was measured is not the configuration asked for. A load whose concurrency is unknown is not judged.
+    """
+    capped = []
+    for load in loads:
+        bounds = [number(run.get("max_running_requests")) for run in (measurement.get("loads") or {}).get(load) or []
+                  if isinstance(run, Mapping) and number(run.get("max_running_requests")) is not None]
+        wanted = (concurrency or {}).get(load)
+        if bounds and wanted and min(bounds) < wanted:
+            capped.append({"load": load, "concurrency": int(wanted), "max_running": int(min(bounds))})
+    return capped
+
+
+def describe_cap(cap):
+    return "load %s runs %d requests at once, the server at most %d" % (cap["load"], cap["concurrency"],
+                                                                          cap["max_running"])
+
+
 # ------------------------------------------------------------------ one experiment
 
 def _cause(measurement, loads):
@@ -344,11 +374,19 @@ def experiment_verdict(name, baseline, candidate, settings):
     gained = [load for load in loads if by_load[load]["verdict"] == GAIN]
     objective = objective_against(baseline, candidate, settings["slo"], loads)
     broken = objective["broken"]
+    capped_before = {cap["load"] for cap in capped_loads(baseline, settings["concurrency"], loads)}
+    capped = [cap for cap in capped_loads(candidate, settings["concurrency"], loads) if cap["load"] not in capped_before]
     if not parity["ok"]:
         decision, reason = REJECTED, ("wrong output: %d of %d prompts agree with the baseline on at least their "
                                       "first %.0f %% (%.0f %% of the prompts needed)" % (
                                           parity["matched"], parity["total"], parity["min_prefix"] * 100,
                                           parity["min_match"] * 100))
+    elif capped:
+        decision, reason = REJECTED, (
+            "the server capped the requests it runs at once below the load (%s, from its /server_info): SGLang sets "
+            "--max-running-requests to 48 by itself with speculative decoding on unless it is given, so the rest "
+            "queue; give the option --max-running-requests of the highest load (max_running_requests: highest_load "
+            "in its data/experiments.yml entry)" % "; ".join(describe_cap(cap) for cap in capped))
     elif regressed:
         decision, reason = REJECTED, "slower at load %s" % ", ".join(regressed)
     elif broken:
@@ -368,7 +406,7 @@ def experiment_verdict(name, baseline, candidate, settings):
     if cause["verdict"] != UNKNOWN and decision == REJECTED:
         message += ". With it: %s" % cause["explanation"].rstrip(".")
     return {"experiment": name, "decision": decision, "reason": reason, "loads": by_load, "parity": parity,
-            "cause": cause["verdict"], "baseline_config": list(baseline.get("config") or []),
+            "capped": capped, "cause": cause["verdict"], "baseline_config": list(baseline.get("config") or []),
             "candidate_config": list(candidate.get("config") or []),
             "objective": {key: objective[key] for key in ("misses", "baseline_misses", "broken")},
             "message": message + "."}

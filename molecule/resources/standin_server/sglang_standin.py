@@ -77,7 +77,11 @@ environment. A gate is live for it when
 What a live gate does comes from SGLANG_STANDIN_EFFECTS, a JSON object experiment ->
 {"speed": factor on tokens/s, "speed_above": {"in_flight": N, "speed": factor
 once more than N requests are in flight}, "load_w": per-GPU draw under load,
-"util_pct": GPU utilisation under load, "wrong_output": true for garbled text};
+"util_pct": GPU utilisation under load, "wrong_output": true for garbled text,
+"accept_length": speculative decoding's mean accepted tokens per step, its rate
+that many times the rate of a step's cost by the requests running, "step_cost":
+[[running, factor], ...] (by default the cost measured on a real server,
+sglang_standin_gpu.DRAFT_STEP_COST)};
 a tuning option's effect also names what makes it live, "env" (variable ->
 value) and "flags" (flag -> value) on the server; an effect naming a "release"
 is live where that SGLang release is installed (a release slower on these GPUs). By default the fusion gate

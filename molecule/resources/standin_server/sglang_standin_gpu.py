@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -138,7 +139,9 @@ def effects(environ):
 
     An effect has speed (factor on tokens/s), speed_above ({in_flight, speed}), load_w and util_pct (what the GPUs
     draw and how busy they are under load), wrong_output (true: garbled text), accept_length (the mean accepted
-    tokens per step /server_info reports while speculative decoding is asked for); a tuning option's effect also says
+    tokens per step /server_info reports while speculative decoding is asked for, and the tokens a step yields) with
+    step_cost ([[running, factor], ...], what a drafting step costs by the requests running, DRAFT_STEP_COST where
+    unset); a tuning option's effect also says
     what makes it live: env (variable -> value) and flags (flag -> value) the server must have; an effect that
     names a release ("release": "0.5.22") is live where that SGLang release is installed.
     """
@@ -147,8 +150,34 @@ def effects(environ):
     return chosen
 
 
+# What a speculative step costs against a plain decode step, by the requests running, measured: a real SGLang 0.5.16
+# on an H200 (docs/evidence/real-sglang-h200.md, seventh run; benchmarks/real_gpu/decode_log.py over
+# docs/evidence/real-sglang-h200/2026-12-04-crash-speculative/server-decode-machine-1.log), its decode log's
+# generation rate with STANDALONE drafting (4 draft tokens) over the rate without, on the same machine in one run,
+# at accept length 1.00 (every drafted token rejected, so the ratio is the step's cost alone): 0.39 with 1 request
+# running, 0.27 with 16, 0.065 with 256 (0.06-0.07 on two machines). Every running request drafts and verifies its
+# draft tokens each step, so a step costs more the larger the batch.
+DRAFT_STEP_COST = ((1, 0.39), (16, 0.27), (256, 0.065))
+
+
+def step_cost(points, in_flight):
+    """The rate of a speculative step over a plain one with in_flight requests running: the points ((running,
+    factor), ...) joined by straight lines over log(running), flat beyond the first and the last."""
+    points = sorted((float(running), float(factor)) for running, factor in points)
+    running = max(1.0, float(in_flight))
+    if running <= points[0][0]:
+        return points[0][1]
+    for (low, low_factor), (high, high_factor) in zip(points, points[1:]):
+        if running <= high:
+            share = (math.log(running) - math.log(low)) / (math.log(high) - math.log(low))
+            return low_factor + share * (high_factor - low_factor)
+    return points[-1][1]
+
+
 def speed_of(effect, in_flight=1):
-    """One live experiment's factor on the rate: its speed, or speed_above's once more requests are in flight.
+    """One live experiment's factor on the rate: its speed, or speed_above's once more requests are in flight;
+    speculative decoding's (an effect with an accept_length) is the tokens each step yields times what the step
+    costs at the requests running: accept_length x step_cost(step_cost points, or the measured DRAFT_STEP_COST).
 
     speed_above: {"in_flight": N, "speed": factor} plays an experiment that helps
     at low concurrency and hurts at high (or the other way round).
@@ -156,7 +185,10 @@ def speed_of(effect, in_flight=1):
     above = effect.get("speed_above") or {}
     if above and in_flight > int(above.get("in_flight", 0)):
         return float(above.get("speed", 1.0))
-    return float(effect.get("speed", 1.0))
+    speed = float(effect.get("speed", 1.0))
+    if "accept_length" in effect:
+        speed *= float(effect["accept_length"]) * step_cost(effect.get("step_cost") or DRAFT_STEP_COST, in_flight)
+    return speed
 
 
 def tokens_per_second(live=(), chosen=None, in_flight=1, noise=0.0, rng=None):

@@ -352,6 +352,30 @@ def test_a_load_dependent_effect_helps_at_low_concurrency_and_hurts_at_high():
     assert gpu.tokens_per_second(["max_running_requests_64"], chosen, in_flight=8) == pytest.approx(base * 0.7)
 
 
+def test_speculative_decoding_yields_its_accept_length_at_the_measured_cost_of_a_drafting_step():
+    gpu = _load_standin_gpu()
+    # The real server's decode log (seventh H200 run): drafting never accepted ran at 0.39 of the plain rate with 1
+    # request running, 0.27 with 16, 0.065 with 256.
+    assert gpu.DRAFT_STEP_COST == ((1, 0.39), (16, 0.27), (256, 0.065))
+    base = gpu.tokens_per_second()
+    never_accepted = {"spec": {"flags": {"--speculative-algorithm": "STANDALONE"}, "accept_length": 1.0}}
+    assert gpu.tokens_per_second(["spec"], never_accepted, in_flight=1) == pytest.approx(base * 0.39)
+    assert gpu.tokens_per_second(["spec"], never_accepted, in_flight=16) == pytest.approx(base * 0.27)
+    assert gpu.tokens_per_second(["spec"], never_accepted, in_flight=256) == pytest.approx(base * 0.065)
+    # Between the points, a straight line over log(running): 4 is halfway from 1 to 16, 64 halfway from 16 to 256;
+    # flat beyond the ends.
+    assert gpu.tokens_per_second(["spec"], never_accepted, in_flight=4) == pytest.approx(base * 0.33)
+    assert gpu.tokens_per_second(["spec"], never_accepted, in_flight=64) == pytest.approx(base * 0.1675)
+    assert gpu.tokens_per_second(["spec"], never_accepted, in_flight=1024) == pytest.approx(base * 0.065)
+    assert gpu.tokens_per_second(["spec"], never_accepted, in_flight=0) == pytest.approx(base * 0.39)
+    # A head whose drafts are accepted (GLM-5's MTP: 2.19-2.80 on RTX PRO 6000) pays at low load and not at high;
+    # a cheaper draft is its own cost curve.
+    mtp = {"mtp": {"accept_length": 2.5, "step_cost": [[1, 0.6], [8, 0.3]]}}
+    assert gpu.tokens_per_second(["mtp"], mtp, in_flight=1) == pytest.approx(base * 1.5)
+    assert gpu.tokens_per_second(["mtp"], mtp, in_flight=2) == pytest.approx(base * 1.25)
+    assert gpu.tokens_per_second(["mtp"], mtp, in_flight=8) == pytest.approx(base * 0.75)
+
+
 def test_noise_spreads_the_rate_and_wrong_output_garbles_the_text():
     import random
     gpu = _load_standin_gpu()

@@ -226,6 +226,31 @@ def test_the_accept_length_is_read_from_server_info_after_the_run_as_bench_servi
         assert sb.run_benchmark(plan_for(server.url), NO_POWER)["accept_length"] is None
 
 
+def test_the_server_s_own_bound_on_running_requests_is_read_from_server_info_after_the_run():
+    # What SGLang 0.5.16 answered with speculative decoding on and --max-running-requests unset (sixth H200 run).
+    info = {"max_running_requests": 48, "speculative_algorithm": "STANDALONE",
+            "internal_states": [{"avg_spec_accept_length": 1.00003}]}
+    with SseServer(server_info=info) as server:
+        result = sb.run_benchmark(plan_for(server.url + "/v1"), NO_POWER)
+    assert (result["max_running_requests"], result["accept_length"]) == (48, 1.0)
+    with SseServer() as server:
+        assert sb.run_benchmark(plan_for(server.url), NO_POWER)["max_running_requests"] is None
+
+
+@pytest.mark.parametrize("info, expected", [
+    ({"max_running_requests": 48}, 48),
+    ({"decode": [{"max_running_requests": 256}], "max_running_requests": 8}, 256),
+    ({"max_running_requests": None}, None),
+    ({"max_running_requests": 0}, None),
+    ({"max_running_requests": True}, None),
+    ({"max_running_requests": "48"}, None),
+    ({}, None),
+    (None, None),
+])
+def test_max_running_of_takes_only_a_bound_sglang_set(info, expected):
+    assert sb.max_running_of(info) == expected
+
+
 @pytest.mark.parametrize("info, expected", [
     ({"internal_states": [{"avg_spec_accept_length": 2.5}]}, 2.5),
     ({"decode": [{"internal_states": [{"avg_spec_accept_length": 1.75}]}]}, 1.75),

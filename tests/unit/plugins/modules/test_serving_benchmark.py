@@ -21,7 +21,7 @@ RETURNED_KEYS = {
     "changed", "url", "completed_requests", "failed_requests", "not_started_requests", "warmup_failed_requests",
     "errors", "duration_s", "requests_per_s", "output_tokens_per_s", "total_tokens_per_s", "input_tokens_total",
     "output_tokens_total", "token_count_source", "ttft_ms", "itl_ms", "tpot_ms", "e2e_latency_ms", "power",
-    "prompt_format", "input_tokens_per_request", "accept_length",
+    "prompt_format", "input_tokens_per_request", "accept_length", "max_running_requests",
 }
 POWER_KEYS = {"source", "reason", "interval_s", "samples", "sample_errors", "gpus", "total_mean_w", "energy_j",
               "joules_per_output_token"}

@@ -514,6 +514,37 @@ def test_the_itl_bound_and_a_bound_nobody_measured_are_misses():
         {"load": "high", "field": "ttft_p99_ms", "value": None, "bound": 2000}]
 
 
+def capped(measured, bound):
+    """measured, each run's /server_info saying the server runs at most ``bound`` requests at once."""
+    return dict(measured, loads={load: [dict(result, max_running_requests=bound) for result in results]
+                                 for load, results in measured["loads"].items()})
+
+
+PROFILE = {"low": {"concurrency": 4, "num_requests": 32, "input_tokens": 64, "output_tokens": 16},
+           "high": {"concurrency": 64, "num_requests": 256, "input_tokens": 64, "output_tokens": 16}}
+
+
+def test_a_server_that_capped_the_requests_it_runs_below_a_load_is_caught_though_faster():
+    base = measurement([], 1000, 5000)
+    # Speculative decoding with --max-running-requests left unset: SGLang ran 48 of the 64 at once.
+    mtp = capped(measurement(["mtp"], 1800, 5200), 48)
+    verdict = ex.experiment_verdict("mtp", base, mtp, {"loads": PROFILE})
+    assert verdict["decision"] == ex.REJECTED
+    assert verdict["capped"] == [{"load": "high", "concurrency": 64, "max_running": 48}]
+    assert verdict["reason"].startswith("the server capped the requests it runs at once below the load (load high "
+                                        "runs 64 requests at once, the server at most 48, from its /server_info)")
+    assert "max_running_requests: highest_load" in verdict["reason"]
+    # The cap set to the highest load (or above it) is no cap: the gain at low load keeps it.
+    for bound in (64, 256):
+        kept = ex.experiment_verdict("mtp", base, capped(measurement(["mtp"], 1800, 5200), bound), {"loads": PROFILE})
+        assert (kept["decision"], kept["capped"]) == (ex.KEPT, [])
+    # A cap the baseline had too is the deployed configuration's, not the experiment's doing.
+    same = ex.experiment_verdict("mtp", capped(base, 48), mtp, {"loads": PROFILE})
+    assert (same["decision"], same["capped"]) == (ex.KEPT, [])
+    # Load names without their concurrency (nothing to hold the bound against): not judged.
+    assert ex.experiment_verdict("mtp", base, mtp, SETTINGS)["capped"] == []
+
+
 def test_the_objective_comes_with_the_loads_of_the_profile():
     loads = {"high": {"concurrency": 64, "num_requests": 256, "input_tokens": 1024, "output_tokens": 256,
                       "slo": {"ttft_p99_ms": 3000, "itl_p99_ms": 80}},
