@@ -17,17 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, nodes
+from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, nodes, run_verdict
 
 # The choices of --policy in sglang-router 0.3.2 (router_args.py; `bucket` is a --prefill-policy only).
 POLICIES = ("random", "round_robin", "cache_aware", "power_of_two", "manual")
 
-# The smoke test keeps no public fact of its verdict: the run it assembles for its reports,
-# __smoke_test_run, holds it as verdict.status, and only once every measurement is done (a host
-# whose benchmark broke off has none). `regression-rolled-back` serves too: the rejected
-# experiment was switched off and what runs met the thresholds, else the status is `fail`.
-VERDICT_FACT = "__smoke_test_run"
-HEALTHY_VERDICTS = ("pass", "regression-rolled-back")
+# The smoke test's verdict on a host, the fact it sets once every measurement of its run is done (a host whose
+# benchmark broke off has none): its status, one of run_verdict.STATUSES. The states that serve are
+# run_verdict.SERVES: `pass`, and `regression-rolled-back` (the rejected experiment was switched off and what runs
+# met the thresholds).
+VERDICT_FACT = "smoke_test_verdict"
+HEALTHY_VERDICTS = run_verdict.SERVES
 
 # The sglang_service role's default port, for a host that sets no sglang_service_port of its own.
 SERVICE_PORT = launch_profile.SERVICE_PORT
@@ -116,10 +116,10 @@ def host_worker_url(host, hostvars, worker_port=None):
 
 def smoke_verdict(host, hostvars):
     """The smoke test's verdict on ``host`` in this run (``pass``, ``fail``, ...), None when it measured none."""
-    run = _vars_of(hostvars, host).get(VERDICT_FACT)
-    if not isinstance(run, Mapping) or not isinstance(run.get("verdict"), Mapping):
+    verdict = _vars_of(hostvars, host).get(VERDICT_FACT)
+    if not isinstance(verdict, Mapping):
         return None
-    status = run["verdict"].get("status")
+    status = verdict.get("status")
     return str(status) if status is not None else None
 
 

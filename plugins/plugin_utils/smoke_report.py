@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils import run_verdict
 from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import power_cause_verdicts, result_host_verdict
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import SLO_FIELDS, UNTRIED
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import (
@@ -36,11 +37,11 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds impo
 
 NA = "n/a"
 STATUS_TITLES = {
-    "pass": "PASS",
-    "fail": "FAIL",
+    run_verdict.PASS: "PASS",
+    run_verdict.FAIL: "FAIL",
     "warn": "WARN",
-    "regression-rolled-back": "REGRESSION ROLLED BACK",
-    "upgrade-rolled-back": "UPGRADE ROLLED BACK",
+    run_verdict.REGRESSION_ROLLED_BACK: "REGRESSION ROLLED BACK",
+    run_verdict.UPGRADE_ROLLED_BACK: "UPGRADE ROLLED BACK",
 }
 
 

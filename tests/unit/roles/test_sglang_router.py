@@ -26,7 +26,7 @@ API_KEY = 'k3y with spaces, "quotes", $HOME, 100% and \\ backslash'
 
 
 def _verdict(status):
-    return {"__smoke_test_run": {"verdict": {"status": status}}}
+    return {"smoke_test_verdict": {"status": status}}
 
 
 def _templar(inventory=None):

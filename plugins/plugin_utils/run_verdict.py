@@ -1,0 +1,85 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The verdict of a host's run of the smoke test, from what was decided in it. Pure.
+
+One place for the run's states and what each means, read by the smoke test (whether the play stops or warns,
+whether the baseline is kept), the router (whether the host serves behind it) and the reports (the status title):
+
+- ``pass``: every experiment kept or left off, no threshold missed, the host within the fleet's band;
+- ``regression-rolled-back``: an experiment was rejected and turned off; what runs now met the thresholds, so the
+  host serves; the play stops on it where ``smoke_test_on_rejection`` is ``fail`` and warns where it is ``warn``;
+- ``upgrade-rolled-back``: the new SGLang release was slower than the one before, and the host was put back on that
+  one; what was measured is not what it runs, so its thresholds and the fleet band are not judged, it does not
+  serve and its baseline is not kept;
+- ``fail``: a threshold missed, or the host outside the fleet's band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+PASS = "pass"
+FAIL = "fail"
+REGRESSION_ROLLED_BACK = "regression-rolled-back"
+UPGRADE_ROLLED_BACK = "upgrade-rolled-back"
+STATUSES = (PASS, FAIL, REGRESSION_ROLLED_BACK, UPGRADE_ROLLED_BACK)
+# The states in which the host serves: behind the router, and as the next run's baseline.
+SERVES = (PASS, REGRESSION_ROLLED_BACK)
+ON_REJECTION = ("fail", "warn")
+
+
+class RunVerdictError(ValueError):
+    """What the verdict is built from cannot be used; the message names it and the fix."""
+
+
+def _messages(values, where):
+    if values is None:
+        return []
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
+        raise RunVerdictError("%s must be a list of messages, got %r" % (where, values))
+    return [str(value) for value in values]
+
+
+def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_rejection="fail"):
+    """The run's verdict: {status, messages, rolled_back, serves, keeps_baseline, stop, warn, put_back_release}.
+
+    ``verdicts``: the experiments' verdicts of this run ({experiment, decision, message}); ``upgrade``: the upgrade
+    canary's verdict (its ``decision`` ``lost`` put the host back on the release before), None where the release did
+    not change; ``power``: the power limit search's verdicts (their messages are reported, none rolls anything
+    back); ``misses``: the thresholds the result missed (messages); ``band``: the fleet band's verdict
+    ({status, message}), not judged on a host put back on the release before; ``on_rejection``:
+    smoke_test_on_rejection. Messages come in that order. ``put_back_release``: the release the host goes back on
+    (the upgrade canary's previous_release where it lost), "" otherwise.
+    """
+    if on_rejection not in ON_REJECTION:
+        raise RunVerdictError("smoke_test_on_rejection must be one of %s, got %r" % (", ".join(ON_REJECTION),
+                                                                                      on_rejection))
+    if isinstance(verdicts, (str, bytes, Mapping)) or not isinstance(verdicts or [], (list, tuple)):
+        raise RunVerdictError("the experiments' verdicts must be a list, got %r" % (verdicts,))
+    verdicts = [verdict for verdict in verdicts or [] if isinstance(verdict, Mapping)]
+    rolled_back = [str(verdict.get("experiment")) for verdict in verdicts if verdict.get("decision") == "rejected"]
+    messages = [str(verdict["message"]) for verdict in verdicts if verdict.get("message")]
+    status = REGRESSION_ROLLED_BACK if rolled_back else PASS
+    put_back = ""
+    if isinstance(upgrade, Mapping) and upgrade.get("decision") == "lost":
+        put_back = str(upgrade.get("previous_release") or "")
+        if not put_back:
+            raise RunVerdictError("the upgrade canary's verdict is lost but names no previous_release to put the host "
+                                  "back on: %r" % (upgrade,))
+        status = UPGRADE_ROLLED_BACK
+        messages.append(str(upgrade.get("message") or "the new SGLang release was slower; put back on the one before"))
+    if isinstance(power, (str, bytes, Mapping)) or not isinstance(power or [], (list, tuple)):
+        raise RunVerdictError("the power limit's verdicts must be a list, got %r" % (power,))
+    messages += [str(step["message"]) for step in power or [] if isinstance(step, Mapping) and step.get("message")]
+    misses = _messages(misses, "the thresholds missed")
+    messages += misses
+    if status != UPGRADE_ROLLED_BACK:
+        if misses:
+            status = FAIL
+        if isinstance(band, Mapping) and band.get("status") == "fail":
+            status = FAIL
+            messages.append(str(band.get("message") or "outside the fleet's band"))
+    stop = status in (FAIL, UPGRADE_ROLLED_BACK) or (status == REGRESSION_ROLLED_BACK and on_rejection == "fail")
+    return {"status": status, "messages": messages, "rolled_back": rolled_back, "serves": status in SERVES,
+            "keeps_baseline": status in SERVES, "stop": stop, "warn": status == REGRESSION_ROLLED_BACK and not stop,
+            "put_back_release": put_back}
