@@ -336,8 +336,8 @@ def capped_loads(measurement, concurrency, loads):
 
 
 def describe_cap(cap):
-    return "load %s runs %d requests at once, the server at most %d" % (cap["load"], cap["concurrency"],
-                                                                          cap["max_running"])
+    return "load %s runs %d requests at once, the server at most %d" % (
+        cap["load"], cap["concurrency"], cap["max_running"])
 
 
 # ------------------------------------------------------------------ one experiment

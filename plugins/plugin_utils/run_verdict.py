@@ -52,8 +52,8 @@ def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_r
     (the upgrade canary's previous_release where it lost), "" otherwise.
     """
     if on_rejection not in ON_REJECTION:
-        raise RunVerdictError("smoke_test_on_rejection must be one of %s, got %r" % (", ".join(ON_REJECTION),
-                                                                                      on_rejection))
+        raise RunVerdictError("smoke_test_on_rejection must be one of %s, got %r" % (
+            ", ".join(ON_REJECTION), on_rejection))
     if isinstance(verdicts, (str, bytes, Mapping)) or not isinstance(verdicts or [], (list, tuple)):
         raise RunVerdictError("the experiments' verdicts must be a list, got %r" % (verdicts,))
     verdicts = [verdict for verdict in verdicts or [] if isinstance(verdict, Mapping)]
