@@ -26,7 +26,8 @@ server line up in one table or one pandas frame:
 Power keys bench_serving does not have: ``avg_power_w`` (all GPUs together,
 the mean over the run), ``power_limit_w`` (the sum of their limits),
 ``joules_per_output_token``, ``power_source`` and ``cause`` (the host's cause
-verdict, plugin_utils/cause_verdict.py). Identity keys say what was measured:
+verdict, plugin_utils/cause_verdict.py); ``max_running_requests``, the bound the
+server's /server_info gave after the run. Identity keys say what was measured:
 ``host``, ``run_id``, ``tag`` (the measurement's label), ``sglang_version``,
 ``profile``, ``model``, ``patches_live``.
 """
@@ -99,6 +100,8 @@ def bench_serving_record(measurement, run):
         "joules_per_output_token": number(get_in(result, "power", "joules_per_output_token")),
         # bench_serving's name: SGLang's mean accepted tokens per speculative step, None without speculation.
         "accept_length": number(result.get("accept_length")),
+        # The most requests the server ran at once, from its /server_info (48 where SGLang capped it by itself).
+        "max_running_requests": number(result.get("max_running_requests")),
         "power_source": get_in(result, "power", "source"),
         "cause": result_host_verdict(result)["verdict"],
         "failed": result.get("failed_requests"),

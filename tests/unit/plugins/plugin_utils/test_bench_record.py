@@ -82,6 +82,12 @@ def test_the_record_carries_bench_servings_figures_and_power():
     assert bench_serving_record(speculative, RUN)["accept_length"] == 3.214
 
 
+def test_the_server_s_own_cap_on_running_requests_is_carried_where_it_said_one():
+    assert bench_serving_record(RUN["measurements"][1], RUN)["max_running_requests"] is None
+    capped = dict(RUN["measurements"][1], result=dict(RUN["measurements"][1]["result"], max_running_requests=48))
+    assert bench_serving_record(capped, RUN)["max_running_requests"] == 48
+
+
 def test_the_chat_endpoint_is_bench_servings_chat_backend_and_missing_figures_are_null():
     run = dict(RUN, config=dict(RUN["config"], endpoint="chat"))
     measurement = {"label": "as deployed", "load": "low", "patches_live": None, "result": {"failed_requests": 64}}
@@ -128,7 +134,7 @@ def test_every_bench_serving_key_written_is_one_bench_serving_writes():
     source = sglang_wheel("0.5.23").read("sglang/benchmark/serving.py").decode()
     ours = {"avg_power_w", "power_limit_w", "joules_per_output_token", "power_source", "cause", "failed", "host",
             "run_id", "sglang_version", "profile", "model", "patches_live", "tuning_live", "load",
-            "repeats_output_throughput", "slo", "slo_met"}
+            "repeats_output_throughput", "slo", "slo_met", "max_running_requests"}
     for key in bench_serving_record(RUN["measurements"][0], RUN):
         if key not in ours:
             assert '"%s":' % key in source, key
