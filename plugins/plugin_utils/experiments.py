@@ -327,8 +327,9 @@ def capped_loads(measurement, concurrency, loads):
     """
     capped = []
     for load in loads:
-        bounds = [number(run.get("max_running_requests")) for run in (measurement.get("loads") or {}).get(load) or []
-                  if isinstance(run, Mapping) and number(run.get("max_running_requests")) is not None]
+        runs = (measurement.get("loads") or {}).get(load) or []
+        bounds = [bound for bound in (number(run.get("max_running_requests")) for run in runs if isinstance(run, Mapping))
+                  if bound is not None]
         wanted = (concurrency or {}).get(load)
         if bounds and wanted and min(bounds) < wanted:
             capped.append({"load": load, "concurrency": int(wanted), "max_running": int(min(bounds))})

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import REJECTED
+
 PASS = "pass"
 FAIL = "fail"
 REGRESSION_ROLLED_BACK = "regression-rolled-back"
@@ -32,12 +34,13 @@ class RunVerdictError(ValueError):
     """What the verdict is built from cannot be used; the message names it and the fix."""
 
 
-def _messages(values, where):
+def _listed(values, where, of=""):
+    """values as a list (None: empty); anything else than a list is refused, named by where (a list of ``of``)."""
     if values is None:
         return []
-    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
-        raise RunVerdictError("%s must be a list of messages, got %r" % (where, values))
-    return [str(value) for value in values]
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, (list, tuple)):
+        raise RunVerdictError("%s must be a list%s, got %r" % (where, " of " + of if of else "", values))
+    return list(values)
 
 
 def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_rejection="fail"):
@@ -54,10 +57,8 @@ def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_r
     if on_rejection not in ON_REJECTION:
         raise RunVerdictError("smoke_test_on_rejection must be one of %s, got %r" % (
             ", ".join(ON_REJECTION), on_rejection))
-    if isinstance(verdicts, (str, bytes, Mapping)) or not isinstance(verdicts or [], (list, tuple)):
-        raise RunVerdictError("the experiments' verdicts must be a list, got %r" % (verdicts,))
-    verdicts = [verdict for verdict in verdicts or [] if isinstance(verdict, Mapping)]
-    rolled_back = [str(verdict.get("experiment")) for verdict in verdicts if verdict.get("decision") == "rejected"]
+    verdicts = [verdict for verdict in _listed(verdicts, "the experiments' verdicts") if isinstance(verdict, Mapping)]
+    rolled_back = [str(verdict.get("experiment")) for verdict in verdicts if verdict.get("decision") == REJECTED]
     messages = [str(verdict["message"]) for verdict in verdicts if verdict.get("message")]
     status = REGRESSION_ROLLED_BACK if rolled_back else PASS
     put_back = ""
@@ -68,10 +69,9 @@ def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_r
                                   "back on: %r" % (upgrade,))
         status = UPGRADE_ROLLED_BACK
         messages.append(str(upgrade.get("message") or "the new SGLang release was slower; put back on the one before"))
-    if isinstance(power, (str, bytes, Mapping)) or not isinstance(power or [], (list, tuple)):
-        raise RunVerdictError("the power limit's verdicts must be a list, got %r" % (power,))
-    messages += [str(step["message"]) for step in power or [] if isinstance(step, Mapping) and step.get("message")]
-    misses = _messages(misses, "the thresholds missed")
+    messages += [str(step["message"]) for step in _listed(power, "the power limit's verdicts")
+                 if isinstance(step, Mapping) and step.get("message")]
+    misses = [str(miss) for miss in _listed(misses, "the thresholds missed", "messages")]
     messages += misses
     if status != UPGRADE_ROLLED_BACK:
         if misses:
@@ -80,6 +80,8 @@ def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_r
             status = FAIL
             messages.append(str(band.get("message") or "outside the fleet's band"))
     stop = status in (FAIL, UPGRADE_ROLLED_BACK) or (status == REGRESSION_ROLLED_BACK and on_rejection == "fail")
-    return {"status": status, "messages": messages, "rolled_back": rolled_back, "serves": status in SERVES,
-            "keeps_baseline": status in SERVES, "stop": stop, "warn": status == REGRESSION_ROLLED_BACK and not stop,
+    serves = status in SERVES
+    # A host that serves is measured on what it runs: that measurement is the next run's baseline.
+    return {"status": status, "messages": messages, "rolled_back": rolled_back, "serves": serves,
+            "keeps_baseline": serves, "stop": stop, "warn": status == REGRESSION_ROLLED_BACK and not stop,
             "put_back_release": put_back}
