@@ -23,10 +23,12 @@ def _wrap(function):
     return run_filter
 
 
-def experiment_step(measurements, experiments, settings, memory=None, key="", retry=None, stored_baseline=None):
+def experiment_step(measurements, experiments, settings, memory=None, key="", retry=None, stored_baseline=None,
+                    deployed=None):
     """The next configuration to measure, or the decisions, with the verdicts kept under key applied."""
     remembered = ex.remembered_verdicts(memory, key, retry) if key else {}
-    return ex.plan_step(list(experiments or []), dict(measurements or {}), settings, remembered, stored_baseline)
+    return ex.plan_step(list(experiments or []), dict(measurements or {}), settings, remembered, stored_baseline,
+                        deployed)
 
 
 def experiment_measurement(runs, parity, config, label="", patches_live=None, tuning_live=None):
@@ -63,5 +65,7 @@ class FilterModule:
             "experiment_warmup_requests": _wrap(ex.warmup_requests),
             "experiment_rounds": _wrap(ex.experiment_rounds),
             "experiments_among": _wrap(experiment_data.experiments_among),
+            "experiments_held": _wrap(ex.held_at_start),
+            "experiments_decided_by_smoke": _wrap(ex.smoke_decides),
             "tuning_settings": _wrap(experiment_data.tuning_settings),
         }

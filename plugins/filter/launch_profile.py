@@ -39,6 +39,11 @@ def _vocab_size(config, where="config.json"):
     return model_config.vocab_size(config, where)
 
 
+@refusing(launch_profile.LaunchError)
+def _recorded_tuning(environment):
+    return launch_profile.recorded_tuning(environment)
+
+
 def _mtp_problem(config, index, checkpoint):
     return model_config.mtp_layer_problem(config, index, checkpoint)
 
@@ -51,6 +56,7 @@ class FilterModule:
             "sglang_service_environment": _environment,
             "sglang_service_config": launch_profile.config_file,
             "sglang_service_record": _record,
+            "sglang_service_recorded_tuning": _recorded_tuning,
             "sglang_service_settings": launch_profile.settings,
             "sglang_service_nodes": _nodes,
             "sglang_service_nodes_batch_problem": nodes.batch_problem,

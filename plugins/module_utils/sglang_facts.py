@@ -76,10 +76,29 @@ def parse_direct_url(text):
             "subdirectory": data.get("subdirectory")}
 
 
+def parse_environment_file(text):
+    """An EnvironmentFile= the collection wrote (roles/sglang_service/templates/sglang.env.j2): name -> value, its
+    comments and blank lines left out, a double-quoted value unquoted the way systemd reads it."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";")) or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        values[name.strip()] = value
+    return values
+
+
 def parse_state_file(name, path, text):
-    """A JSON record the collection keeps on the host (the patch ledger …): {} when absent."""
+    """A record the collection keeps on the host: {} when absent. JSON (the patch ledger …), or, for a path ending in
+    .env, the service's environment file (what the server was started on)."""
     if text is None:
         return {}
+    if path.endswith(".env"):
+        return parse_environment_file(text)
     try:
         data = json.loads(text)
     except ValueError as exc:

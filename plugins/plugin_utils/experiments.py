@@ -37,14 +37,12 @@ stays on until the end since it changes nothing measurable; a rejected one comes
 off at once). Where the whole set regressed, this finds the culprit, and it
 decides every other experiment of the set on its own as well, which a binary
 bisection would not. They go in order of risk (experiment_data.py: tuning
-options, then the gates from least to most risky), so that the riskiest, whose
-collapse is the slowest to measure, is decided last by the set's own measurement
-(the server as deployed) whenever nothing before it was rejected. With the
-baseline kept from an earlier run of the host and configuration, k new
-experiments cost at most k + 1 restarts (one for each configuration measured and
-one to what is kept); measuring the baseline costs one more, once. plan_step()
-replays the decisions from the measurements known so far, so the role keeps no
-state but those.
+options, then the gates from least to most risky). The deploy starts the server
+without the new experiments (held_at_start), so the configuration it runs is
+their baseline, measured at no restart of its own: k new experiments take k
+restarts to measure, k + 1 with the deploy's, and one more to what is kept where
+the last configuration measured is not it. plan_step() replays the decisions
+from the measurements known so far, so the role keeps no state but those.
 """
 
 from __future__ import annotations
@@ -434,7 +432,7 @@ def experiment_rounds(experiments):
     return len(experiments) + 2
 
 
-def plan_step(experiments, measurements, settings, remembered=None, stored_baseline=None):
+def plan_step(experiments, measurements, settings, remembered=None, stored_baseline=None, deployed=None):
     """What to measure next, or, once every experiment is decided, what to keep.
 
     ``experiments``: the run's new experiments, in the order to decide them;
@@ -443,7 +441,10 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     ``remembered``: name -> a verdict kept for this configuration on the
     controller, applied without measuring; ``stored_baseline``: the host's last
     kept measurement, the baseline when its configuration is the one the
-    decisions start from. Returns {"done": false, "measure": [names]} or
+    decisions start from; ``deployed``: the experiments the server ran as the
+    decisions began (measured at no restart of their own), every one when not
+    given, none of the new ones where the deploy held them back
+    (held_at_start). Returns {"done": false, "measure": [names]} or
     {"done": true, "keep": [names], "verdicts": [...], "measured": n,
     "baseline_reused": bool}.
     """
@@ -466,7 +467,8 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     # The restarts the measurements took: every configuration measured but the one deployed (measured as it runs)
     # and a stored baseline (measured by an earlier run).
     budget = settings["restart_budget"]
-    spent = len([key for key in measurements if key != config_key(experiments)]) - int(reused)
+    deployed_key = config_key(experiments if deployed is None else deployed)
+    spent = len([key for key in measurements if key != deployed_key]) - int(reused)
 
     def need(config):
         found = measurements.get(config_key(config))
@@ -500,6 +502,38 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     return {"done": True, "keep": sorted(keep), "verdicts": ordered, "measured": len(measurements) - int(reused),
             "baseline_reused": reused, "restarts": spent, "restart_budget": budget,
             "untried": [name for name in experiments if verdicts.get(name, {}).get("decision") == UNTRIED]}
+
+
+def smoke_decides(run_tags, skip_tags, experiments_on):
+    """Whether this run's smoke test decides experiments: they are on (smoke_test_experiments) and the smoke phase
+    runs (ansible_run_tags holds all, tagged or smoke; ansible_skip_tags does not hold smoke). Not in check mode's
+    sense: a check shows what the run would do, so it holds back what the run would."""
+    if not isinstance(experiments_on, bool):
+        raise ExperimentError("smoke_test_experiments must be true or false, got %r" % (experiments_on,))
+    for name, tags in (("ansible_run_tags", run_tags), ("ansible_skip_tags", skip_tags)):
+        if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple)):
+            raise ExperimentError("%s must be a list of tags, got %r" % (name, tags))
+    return experiments_on and bool({"all", "tagged", "smoke"} & set(run_tags)) and "smoke" not in skip_tags
+
+
+def held_at_start(wanted, live_before, decided):
+    """The experiments a deploy starts the server without, for the smoke test to add one at a time.
+
+    ``wanted``: the experiments asked for and not turned off on record; ``live_before``: those the server ran before
+    this run; ``decided``: whether this run's smoke test decides experiments (smoke_decides). A new one (wanted, not
+    live before) waits off: the server starts on the decisions' first configuration, their baseline, which the smoke
+    test measures as deployed, so that k new experiments cost k + 1 restarts with the deploy's own (k where the
+    host's baseline is stored) instead of a start with everything on and the baseline after it. One live before
+    stays on: an earlier run kept it, or decides it now against the configuration without it. Where no smoke test
+    decides, nothing waits: what is asked for runs.
+    """
+    for name, value in (("wanted", wanted), ("live_before", live_before)):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ExperimentError("the %s experiments must be a list of names, got %r" % (name, value))
+    if not decided:
+        return []
+    before = set(live_before)
+    return [name for name in wanted if name not in before]
 
 
 def untried_verdict(name, budget):

@@ -139,3 +139,12 @@ def record(installed, live_gates, tuning=None):
     if tuning:
         recorded["SM120_TUNING_LIVE"] = ",".join(sorted(tuning))
     return recorded
+
+
+def recorded_tuning(environment):
+    """The tuning options the server was started on, as record() wrote them into its environment file (read back by
+    sglang_facts as name -> value; {} where there is none yet): [] where it records none."""
+    if not isinstance(environment, dict):
+        raise LaunchError("the service's environment file must read as a mapping of names to values, got %r"
+                          % (environment,))
+    return sorted(name for name in str(environment.get("SM120_TUNING_LIVE") or "").split(",") if name)

@@ -145,9 +145,12 @@ def cost_text(run):
         text += "; %d of them for %d experiment%s, whose verdicts were all kept from earlier runs" % (
             spent, experiments, "" if experiments == 1 else "s")
     elif experiments and spent is not None:
+        held = [str(name) for name in get_in(run, "cost", "held_back") or []]
+        baseline = ("kept from an earlier run" if get_in(run, "cost", "baseline_reused")
+                    else "measured as deployed, the server started without %s" % ", ".join(held) if held
+                    else "measured in this run")
         text += "; %d of them for %d experiment%s (the baseline %s)" % (
-            spent, experiments, "" if experiments == 1 else "s",
-            "kept from an earlier run" if get_in(run, "cost", "baseline_reused") else "measured in this run")
+            spent, experiments, "" if experiments == 1 else "s", baseline)
     return text
 
 

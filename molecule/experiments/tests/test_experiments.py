@@ -46,14 +46,20 @@ def test_the_search_finds_the_culprit_among_three_keeps_the_helper_and_leaves_th
     assert all(load["verdict"] == "no measurable change" for load in neutral["loads"].values())
     assert culprit["decision"] == "rejected" and culprit["cause"] == "spin-wait", culprit["message"]
     assert all(load["verdict"] == "regression" and load["change"] < -0.6 for load in culprit["loads"].values())
-    # The culprit was decided by the server as deployed (all three live) against the two before it.
+    # The culprit was decided last, all three live, against the two before it.
     assert culprit["candidate_config"] == sorted(found) and culprit["baseline_config"] == [
         "nccl_min_nchannels_8", "pcie_ipc_allreduce"]
     assert "With it: Host spin-wait on GPU 0, 1, 2, 3, 4, 5, 6, 7 of 8" in culprit["message"]
     assert run["tuning_live"] == ["nccl_min_nchannels_8"]
     assert not {"flashinfer_allreduce_fusion", "pcie_ipc_allreduce"} & set(run["patches_live"])
-    # Three experiments, the baseline measured in this run: at most k + 1 = 4 restarts for them, each timed.
-    assert run["cost"]["experiments"] == 3 and run["cost"]["experiment_restarts"] <= 4, run["cost"]
+    # Three new experiments: the deploy started the server without them, and that start, its first restart, was
+    # their baseline, measured as deployed. Then k = 3 restarts to measure, k + 1 with the deploy's, and one back to
+    # what is kept (the last one measured was rejected); each timed.
+    assert run["cost"]["held_back"] == list(names), run["cost"]
+    first = run["measurements"][0]
+    assert first["config"] == [] and first["label"].startswith("baseline: none of %s, load " % ", ".join(names)), first
+    assert run["cost"]["experiments"] == 3 and run["cost"]["restarts"] - run["cost"]["experiment_restarts"] == 1
+    assert run["cost"]["experiment_restarts"] <= 4, run["cost"]
     assert run["cost"]["restart_s"] >= 2 * run["cost"]["restarts"], run["cost"]
 
 
@@ -81,8 +87,12 @@ def test_wrong_output_is_rejected_despite_its_speed_and_a_load_dependent_verdict
             if m["load"] == "high" and sorted(m["config"]) == sorted(capped["candidate_config"])]
     readings = min(gpu["activity"]["samples"] for gpu in row["result"]["power"]["gpus"])
     assert capped["cause"] == "underfed" or (capped["cause"] == "unknown" and readings < 3), (readings, capped["message"])
-    # Three experiments, the baseline measured in this run: at most k + 1 = 4 restarts for them and one to what is kept.
-    assert run["tuning_live"] == [] and run["cost"]["experiment_restarts"] <= 5, run["cost"]
+    # Three new experiments, started without (the baseline, measured as deployed at the deploy's restart): one
+    # restart for each, k + 1 = 4 with the deploy's, and one back to what is kept, none of them (it was 5 and 6 with
+    # every one on at the start and the baseline measured after it).
+    assert run["cost"]["held_back"] == ["cuda_graph_max_bs_128", "max_running_requests_64", "mtp_nextn_3_4"]
+    assert run["tuning_live"] == [] and run["cost"]["experiment_restarts"] == 4, run["cost"]
+    assert run["cost"]["restarts"] == 5, run["cost"]
 
 
 def test_speculative_decoding_pays_at_low_load_and_not_at_high_with_its_accept_length_and_no_cap(name):
@@ -145,7 +155,9 @@ def test_the_reports_hold_the_verdict_table_and_a_bench_serving_record_per_measu
     with open(base + ".md") as handle:
         report = handle.read()
     assert "## Experiments" in report and "| Experiment | Decision | Why | Per load: change (band) |" in report
-    assert "of them for %d experiments (the baseline measured in this run)" % len(run["verdicts"]) in report
+    # Every experiment new on a first run: the deploy started without them, and that start was the baseline.
+    assert "of them for %d experiments (the baseline measured as deployed, the server started without %s)" % (
+        len(run["verdicts"]), ", ".join(v["experiment"] for v in run["verdicts"])) in report
     with open(base + ".jsonl") as handle:
         records = [json.loads(line) for line in handle]
     assert [r["tag"] for r in records] == [m["label"] for m in run["measurements"]]

@@ -374,3 +374,23 @@ def test_single_node_has_no_multinode_flags():
 
 
 # ---------------------------------------------------------------- the role's data
+
+
+# ---------------------------------------------------------------- experiments held back for the smoke test
+
+def test_a_new_tuning_option_waits_off_where_the_smoke_test_adds_it_and_one_the_server_ran_stays():
+    """deploy.yml sets sglang_service_tuning_hold_new where its smoke test decides experiments: the server starts
+    without the options its environment file does not record, their baseline."""
+    facts = dict(FACTS, sglang_state={"ledger": {}, "service_env": {"SM120_TUNING_LIVE": "nccl_min_nchannels_8"}})
+    tuning = ["nccl_min_nchannels_8", "max_running_requests_64"]
+    held = _role_vars(dict(PRODUCTION, sglang_service_tuning=tuning, sglang_service_tuning_hold_new=True), facts)
+    assert _value(held, "__sglang_service_tuning_held") == ["max_running_requests_64"]
+    _unit, _service_, env, argv = _service(held)
+    assert env["SM120_TUNING_LIVE"] == "nccl_min_nchannels_8" and env["NCCL_MIN_NCHANNELS"] == "8"
+    assert "--max-running-requests" not in argv
+    # Without the smoke test deciding them, what is asked for runs.
+    asked = _role_vars(dict(PRODUCTION, sglang_service_tuning=tuning), facts)
+    assert _value(asked, "__sglang_service_tuning_held") == []
+    _unit, _service_, env, argv = _service(asked)
+    assert env["SM120_TUNING_LIVE"] == "max_running_requests_64,nccl_min_nchannels_8"
+    assert _options(argv[3:])["--max-running-requests"] == ["64"]

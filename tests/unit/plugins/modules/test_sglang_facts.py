@@ -102,6 +102,18 @@ def test_state_files_read_as_objects_and_empty_when_absent_without_an_interprete
     assert result["ansible_facts"] == {"sglang_state": {"ledger": {"gates": ["pcie_ipc_allreduce"]}, "rejected": {}}}
 
 
+def test_the_service_s_environment_file_reads_as_its_variables_as_systemd_reads_them(run_module, tmp_path):
+    env = tmp_path / "glm-5-nvfp4.env"
+    env.write_text('# Managed by Ansible\n\nSM120_TUNING_LIVE=max_running_requests_64,nccl_min_nchannels_8\n'
+                   'SM120_PATCHES_LIVE=\nQUOTED="a \\"b\\" \\$c"\n')
+    result = run_module(sglang_facts.main, {"state_files": {"service_env": str(env),
+                                                            "none": str(tmp_path / "none.env")}})
+    assert result["ansible_facts"]["sglang_state"] == {
+        "service_env": {"SM120_TUNING_LIVE": "max_running_requests_64,nccl_min_nchannels_8", "SM120_PATCHES_LIVE": "",
+                        "QUOTED": 'a "b" $c'},
+        "none": {}}
+
+
 @pytest.mark.parametrize("text,message", [("{broken", "is not JSON"), ("[1, 2]", "holds list, not a JSON object")])
 def test_a_state_file_that_is_not_a_json_object_fails_naming_it_and_the_fix(run_module, tmp_path, text, message):
     ledger = tmp_path / "ledger.json"

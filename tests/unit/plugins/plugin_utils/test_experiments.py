@@ -200,15 +200,16 @@ def restarts_of(sequence, deployed):
     return restarts
 
 
-def drive(experiments, measure, stored_baseline=None, remembered=None, settings=None):
-    """The role's loop: deployed with every experiment live; restart for each configuration measured; the final one."""
-    deployed = list(experiments)
+def drive(experiments, measure, stored_baseline=None, remembered=None, settings=None, deployed=None):
+    """The role's loop: deployed with every experiment live (or ``deployed``, where the deploy held the new ones back);
+    restart for each configuration measured; the final one."""
+    deployed = list(experiments) if deployed is None else list(deployed)
     measurements = {ex.config_key(deployed): measure(deployed)}
     if stored_baseline is not None:
         measurements[ex.config_key([])] = stored_baseline
     sequence = []
     for _round in range(ex.experiment_rounds(experiments)):
-        step = ex.plan_step(experiments, measurements, settings or SETTINGS, remembered)
+        step = ex.plan_step(experiments, measurements, settings or SETTINGS, remembered, deployed=deployed)
         if step["done"]:
             return step, restarts_of(sequence + [step["keep"]], deployed)
         assert ex.config_key(step["measure"]) not in measurements
@@ -275,6 +276,99 @@ def test_k_experiments_cost_at_most_k_plus_one_restarts_on_a_kept_baseline(effec
 
 
 THREE = {"h": (1.08, 1.08), "n": (1.0, 1.0), "f": (0.1, 0.06)}
+
+
+@pytest.mark.parametrize("effects, expected_restarts", [
+    # Kept, no gain, rejected: [h], [h, n], [h, n, f] measured, back to [h] (everything on at the start: 4 too).
+    (THREE, 4),
+    # All kept: [a], [a, b], [a, b, c], which is what is kept (everything on at the start: 4).
+    ({"a": (1.1, 1.1), "b": (1.1, 1.1), "c": (1.1, 1.1)}, 3),
+    # All rejected: [a], [b], [c] measured, back to [] (everything on at the start: 5).
+    ({"a": (0.5, 0.5), "b": (0.5, 0.5), "c": (0.5, 0.5)}, 4),
+    # The one case that costs a restart more: nothing rejected before the last, which gains nothing. [a], [a, b],
+    # [a, b, c], back to [a, b]; everything on at the start measured [a, b, c] at no restart and ended on [a, b] (3).
+    ({"a": (1.1, 1.1), "b": (1.1, 1.1), "c": (1.0, 1.0)}, 4),
+])
+def test_held_back_at_the_deploy_its_start_is_the_baseline_and_k_experiments_take_k_restarts_more(
+        effects, expected_restarts):
+    names = sorted(effects, key=list(effects).index)
+    step, restarts = drive(names, model(effects), deployed=[])
+    assert step["restarts"] == 3 and restarts == expected_restarts
+    assert step["baseline_reused"] is False and step["measured"] == 4
+
+
+@pytest.mark.parametrize("effects", [dict(zip("abc", combo)) for combo in itertools.product(
+    [(1.1, 1.1), (1.0, 1.0), (0.1, 0.1), (1.2, 0.8)], repeat=3)])
+def test_held_back_every_plan_takes_k_restarts_to_measure_and_decides_as_everything_on(effects):
+    measure = model(effects)
+    held, restarts_held = drive(list("abc"), measure, deployed=[])
+    everything, restarts_everything = drive(list("abc"), measure)
+    # k configurations after the deploy's start, the baseline: k + 1 restarts with the deploy's own; one more only to
+    # put back what is kept where the last configuration measured is not it.
+    assert held["restarts"] <= 3 and restarts_held <= held["restarts"] + 1, (effects, held)
+    assert decisions(held) == decisions(everything) and held["keep"] == everything["keep"], effects
+    # Everything on at the start costs the deploy's restart and the baseline's: never fewer than one less.
+    assert restarts_held <= restarts_everything + 1, effects
+
+
+def test_held_back_the_deploys_start_saves_restarts_over_every_combination():
+    """Over the 64 combinations of 3 experiments above, with the deploy's own start: 311 restarts held back against 357
+    with everything on at the start; fewer in 49, one more in 3 (nothing rejected before the last, which is not
+    kept: the start with everything on measured the last configuration at no restart)."""
+    fewer = more = 0
+    totals = [0, 0]
+    for combo in itertools.product([(1.1, 1.1), (1.0, 1.0), (0.1, 0.1), (1.2, 0.8)], repeat=3):
+        measure = model(dict(zip("abc", combo)))
+        restarts_held = drive(list("abc"), measure, deployed=[])[1] + 1
+        restarts_everything = drive(list("abc"), measure)[1] + 1
+        totals = [totals[0] + restarts_held, totals[1] + restarts_everything]
+        fewer, more = fewer + (restarts_held < restarts_everything), more + (restarts_held > restarts_everything)
+    assert totals == [311, 357] and (fewer, more) == (49, 3)
+
+
+def test_held_back_the_deploys_start_costs_none_of_the_restart_budget():
+    step, _restarts = drive(["h", "n", "f"], model(THREE), settings=dict(SETTINGS, restart_budget=2), deployed=[])
+    assert decisions(step) == {"h": ex.KEPT, "n": ex.NO_GAIN, "f": ex.UNTRIED} and step["restarts"] == 2
+
+
+@pytest.mark.parametrize("wanted, before, decided, held", [
+    (["a", "b"], [], True, ["a", "b"]),
+    # One the server ran before stays on: an earlier run kept it (or decides it now against the start without it).
+    (["b", "a"], ["a"], True, ["b"]),
+    (["a", "b"], ["a", "b", "c"], True, []),
+    # No smoke test decides this run: what is asked for runs.
+    (["a", "b"], [], False, []),
+])
+def test_a_new_experiment_waits_off_where_the_smoke_test_adds_it(wanted, before, decided, held):
+    assert ex.held_at_start(wanted, before, decided) == held
+
+
+def test_the_experiments_held_back_must_be_lists():
+    with pytest.raises(ex.ExperimentError, match="the live_before experiments must be a list of names"):
+        ex.held_at_start(["a"], "a,b", True)
+
+
+@pytest.mark.parametrize("run_tags, skip_tags, on, decides", [
+    (["all"], [], True, True),
+    (["service", "smoke"], [], True, True),
+    (["tagged"], [], True, True),
+    # The smoke phase does not run, or decides nothing: nothing is held back.
+    (["patches", "service"], [], True, False),
+    (["all"], ["smoke"], True, False),
+    (["all"], [], False, False),
+    (["rollback"], [], True, False),
+])
+def test_the_smoke_test_decides_where_its_phase_runs_with_experiments_on(run_tags, skip_tags, on, decides):
+    assert ex.smoke_decides(run_tags, skip_tags, on) is decides
+
+
+@pytest.mark.parametrize("args, message", [
+    ((["all"], [], "yes"), "smoke_test_experiments must be true or false"),
+    (("all", [], True), "ansible_run_tags must be a list of tags"),
+])
+def test_what_decides_the_hold_is_checked(args, message):
+    with pytest.raises(ex.ExperimentError, match=message):
+        ex.smoke_decides(*args)
 
 
 @pytest.mark.parametrize("budget, measured_restarts, expected, keep", [

@@ -388,6 +388,9 @@ def test_the_report_has_a_row_per_experiment_with_each_load_parity_and_cause():
     assert "- Cost: 2 restarts of the server, 15.2 min until it was healthy again; 2 of them for 2 experiments " \
            "(the baseline kept from an earlier run)" in text
     assert "## Experiments" not in smoke_report_markdown(RUN)
+    held = dict(run, cost=dict(run["cost"], baseline_reused=False, held_back=["nccl_min_nchannels_8", GATE]))
+    assert "2 of them for 2 experiments (the baseline measured as deployed, the server started without " \
+           "nccl_min_nchannels_8, %s)" % GATE in smoke_report_markdown(held)
 
 
 def test_a_missed_latency_objective_is_shown_at_its_load():
