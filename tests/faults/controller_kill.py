@@ -14,6 +14,8 @@ Each trial starts ``ansible-playbook playbooks/deploy.yml`` with a changed servi
 that every host is taken out of the router, restarted, measured and put back, batch by batch (canary first). It
 kills the controller's whole process group at a random task of that rollout, as a closed laptop (SIGKILL) or a
 dropped SSH session (SIGHUP) would, and notes where: which task, and whether a host was out of the router then.
+With ``--while-out`` the kill comes only at a task where the whole rollout had a host out of the router (between
+its drain and its restore: its restart, its health wait, its smoke test).
 Then it reruns the same deploy to the end and checks what a user relies on:
 
 - the rerun succeeds (the deploy lock of the killed run is taken over, not a reason to stop);
@@ -142,6 +144,27 @@ def run_killed(argv, env, kill_at_task, signame, log):
     return tasks, where, proc.returncode
 
 
+def out_of_router_tasks(output):
+    """The task numbers of a whole rollout's output at whose start a host was out of the router (drained, not yet
+    restored): where --while-out draws its kill points."""
+    tasks, drained, current, found = 0, set(), "", []
+    host_of = re.compile(r"^(?:changed|ok): \[(?P<host>[^\]\s]+)")
+    for line in output.splitlines():
+        match = TASK.match(line)
+        if match:
+            tasks += 1
+            current = match.group("name")
+            if drained:
+                found.append(tasks)
+            continue
+        done = host_of.match(line)
+        if done and current.endswith(DRAIN):
+            drained.add(done.group("host"))
+        elif done and current.endswith(RESTORE):
+            drained.discard(done.group("host"))
+    return found
+
+
 def run_full(argv, env, log):
     proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           check=False)
@@ -244,6 +267,8 @@ def main(argv=None):
     parser.add_argument("--scenario", default="fleet")
     parser.add_argument("--log", default="/tmp/sm120-controller-kill.log")
     parser.add_argument("--json", default=None, help="write every trial's record here")
+    parser.add_argument("--while-out", action="store_true",
+                        help="kill only at tasks where the whole rollout had a host out of the router")
     args = parser.parse_args(argv)
     ephemeral = scenario_dir(args.scenario)
     seed = args.seed if args.seed is not None else int(time.time())
@@ -255,11 +280,14 @@ def main(argv=None):
         # The rollout's length in tasks, from one full run (also the state the first trial starts from).
         log.write("=== the rollout measured whole, round %d\n" % base_round)
         started = time.monotonic()
-        rc, total, _out = run_full(deploy_argv(ephemeral, base_round), env, log)
-        print("seed %d; a whole rollout: %d tasks, %.0f s, rc %d" % (seed, total, time.monotonic() - started, rc),
-              flush=True)
+        rc, total, out = run_full(deploy_argv(ephemeral, base_round), env, log)
+        windows = out_of_router_tasks(out)
+        print("seed %d; a whole rollout: %d tasks, %.0f s, rc %d; a host out of the router at %d of them" % (
+            seed, total, time.monotonic() - started, rc, len(windows)), flush=True)
         if rc != 0:
             sys.exit("the rollout failed before any kill (rc %d): see %s" % (rc, args.log))
+        if args.while_out and not windows:
+            sys.exit("the rollout took no host out of the router: is router_hosts empty? see %s" % args.log)
         # A trial whose run ended before its kill point (a rerun may have fewer tasks) kills nothing: it is reported
         # and not counted, so that --trials kills are made.
         trial = 0
@@ -267,7 +295,7 @@ def main(argv=None):
             trial += 1
             round_no = base_round + trial
             signame = ("SIGKILL", "SIGHUP")[trial % 2]
-            kill_at = rng.randint(2, total)
+            kill_at = rng.choice(windows) if args.while_out else rng.randint(2, total)
             before = controller_files(ephemeral)
             log.write("=== trial %d: round %d, %s at task %d\n" % (trial, round_no, signame, kill_at))
             seen, where, killed_rc = run_killed(deploy_argv(ephemeral, round_no), env, kill_at, signame, log)

@@ -81,7 +81,9 @@ once more than N requests are in flight}, "load_w": per-GPU draw under load,
 "accept_length": speculative decoding's mean accepted tokens per step, its rate
 that many times the rate of a step's cost by the requests running, "step_cost":
 [[running, factor], ...] (by default the cost measured on a real server,
-sglang_standin_gpu.DRAFT_STEP_COST)};
+sglang_standin_gpu.DRAFT_STEP_COST), "first_token_hold_ms": the first token of
+each request not before that long after it starts, the rest on their pace
+(more throughput with later first tokens, sglang_standin_gpu.first_token_hold_s)};
 a tuning option's effect also names what makes it live, "env" (variable ->
 value) and "flags" (flag -> value) on the server; an effect naming a "release"
 is live where that SGLang release is installed (a release slower on these GPUs). By default the fusion gate
@@ -135,6 +137,8 @@ from sglang_standin_gpu import (
     PowerDraw,
     accept_length,
     effects,
+    first_token_due,
+    first_token_hold_s,
     live_gates,
     live_options,
     live_releases,
@@ -232,6 +236,7 @@ class Standin:
         self.count_lock = threading.Lock()
         self.speculative = getattr(args, "speculative_algorithm", None)
         self.accept_length = accept_length(self.live, self.chosen)
+        self.first_token_hold = first_token_hold_s(self.live, self.chosen)
         asked = getattr(args, "max_running_requests", None)
         self.max_running = max_running_requests(int(asked) if asked is not None else None, self.speculative)
         self.slots = threading.Semaphore(self.max_running) if self.max_running else None
@@ -496,7 +501,7 @@ class Handler(BaseHTTPRequestHandler):
         interval = 1.0 / self.standin.request_rate(self.standin.power.in_flight)
         started = time.monotonic()
         for index, word in enumerate(self.standin.words(body, count)):
-            delay = started + (index + 1) * interval - time.monotonic()
+            delay = first_token_due(started, index, interval, self.standin.first_token_hold) - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
             if index == 0:

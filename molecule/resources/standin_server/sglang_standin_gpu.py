@@ -261,6 +261,24 @@ def accept_length(live=(), chosen=None):
     return max(lengths) if lengths else None
 
 
+def first_token_hold_s(live=(), chosen=None):
+    """How long a request's first token waits after the request starts, in seconds: the longest first_token_hold_ms
+    of a live effect, 0 where none sets one. The tokens after it keep the request's pace from its start (those due
+    meanwhile follow at once), so a hold shorter than the request delays its first token and not its end: the
+    signature of --num-continuous-decode-steps, whose decode steps run on while a new request waits for its prefill
+    (SGLang's help: more throughput, later first tokens)."""
+    chosen = chosen or DEFAULT_EFFECTS
+    holds = [float(chosen[name]["first_token_hold_ms"]) for name in live if "first_token_hold_ms" in chosen.get(name, {})]
+    return max(holds) / 1000.0 if holds else 0.0
+
+
+def first_token_due(started, index, interval, hold_s):
+    """When token ``index`` (0 first) of a request started at ``started`` is due: on the request's pace, the first not
+    before the hold."""
+    due = started + (index + 1) * interval
+    return max(due, started + hold_s) if index == 0 else due
+
+
 def load_watts(live=(), chosen=None):
     """Per-GPU draw while a request is generating: the lowest a live gate sets, else the healthy draw."""
     return float(_load_effect(live, chosen).get("load_w", LOAD_W))

@@ -376,6 +376,23 @@ def test_speculative_decoding_yields_its_accept_length_at_the_measured_cost_of_a
     assert gpu.tokens_per_second(["mtp"], mtp, in_flight=8) == pytest.approx(base * 0.75)
 
 
+def test_a_first_token_hold_delays_the_first_token_and_not_the_end_of_the_request():
+    gpu = _load_standin_gpu()
+    # --num-continuous-decode-steps: decode steps run on while a new request waits for its prefill.
+    effects = {"steps": {"speed": 1.3, "first_token_hold_ms": 115}, "other": {"first_token_hold_ms": 40},
+               "plain": {"speed": 1.1}}
+    assert gpu.first_token_hold_s(["steps", "other", "plain"], effects) == pytest.approx(0.115)
+    assert gpu.first_token_hold_s(["other"], effects) == pytest.approx(0.04)
+    assert gpu.first_token_hold_s(["plain"], effects) == 0.0 and gpu.first_token_hold_s([], effects) == 0.0
+    # 16 tokens at 130 tok/s from t = 100 s: the first due at 100.115 s instead of 100.0077 s, the second right
+    # after it (it was due at 100.0154 s), the 16th on its pace at 100.123 s, as without the hold.
+    interval = 1.0 / 130
+    assert gpu.first_token_due(100.0, 0, interval, 0.115) == pytest.approx(100.115)
+    assert gpu.first_token_due(100.0, 1, interval, 0.115) == pytest.approx(100.0 + 2.0 / 130)
+    assert gpu.first_token_due(100.0, 15, interval, 0.115) == pytest.approx(100.0 + 16.0 / 130)
+    assert gpu.first_token_due(100.0, 0, interval, 0.0) == pytest.approx(100.0 + 1.0 / 130)
+
+
 def test_noise_spreads_the_rate_and_wrong_output_garbles_the_text():
     import random
     gpu = _load_standin_gpu()

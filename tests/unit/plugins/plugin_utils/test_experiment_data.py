@@ -29,7 +29,8 @@ def test_tuning_options_become_environment_and_flags():
 
 def test_an_unknown_option_is_refused_naming_the_known_ones():
     with pytest.raises(data.ExperimentDataError, match="sglang_service_tuning names nccl_fast, which data/experiments.yml "
-                                                       "does not define; known tuning options: cuda_graph_max_bs_128"):
+                                                       "does not define; known tuning options: "
+                                                       "continuous_decode_steps_4, cuda_graph_max_bs_128"):
         data.tuning_settings(["nccl_fast"])
     with pytest.raises(data.ExperimentDataError, match="must be a list of tuning option names"):
         data.tuning_settings("nccl_min_nchannels_8")
