@@ -28,7 +28,10 @@ import statistics
 import sys
 from pathlib import Path
 
-START = re.compile(r"^-- systemd-standin: starting (?P<unit>\S+): (?P<argv>.*)$")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from systemd_standin import START_MARKER  # noqa: E402  pylint: disable=wrong-import-position
+
+START = re.compile(r"^%s (?P<unit>\S+): (?P<argv>.*)$" % re.escape(START_MARKER))
 DECODE = re.compile(
     r"^\[(?P<at>[^\]]+)\] Decode batch, #running-req: (?P<running>\d+),.*?"
     r"(?:accept len: (?P<accept>[\d.]+),.*?)?gen throughput \(token/s\): (?P<tput>[\d.]+)"
@@ -119,7 +122,7 @@ def main(argv=None):
         parser.error(f"{args.log} is not a file: give the server.log from a real-GPU run's results")
     starts = summarize(args.log.read_text(errors="replace"), running)
     if not starts:
-        parser.error(f"{args.log} has no '-- systemd-standin: starting' line: it is not a harness server log")
+        parser.error(f"{args.log} has no '{START_MARKER}' line: it is not a harness server log")
     print(f"{args.log}: {len(starts)} server starts; SGLang's decode-log gen throughput (median of its lines)")
     print("| Start | Running | Lines | Gen tok/s | Accept len | Ratio to first start |")
     print("|---|---:|---:|---:|---:|---:|")

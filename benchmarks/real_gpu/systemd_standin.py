@@ -35,6 +35,8 @@ from pathlib import Path
 
 UNIT_DIRS = tuple(Path(d) for d in os.environ.get("SYSTEMD_STANDIN_UNITS", "/etc/systemd/system:/lib/systemd/system")
                   .split(":"))
+# The line written to a unit's log before each start of its server; decode_log.py finds the starts by it.
+START_MARKER = "-- systemd-standin: starting"
 STATE_DIR = Path(os.environ.get("SYSTEMD_STANDIN_STATE", "/run/systemd-standin"))
 LOG_DIR = Path(os.environ.get("SYSTEMD_STANDIN_LOGS", "/var/log/systemd-standin"))
 # What systemd puts in a service's environment before its EnvironmentFile (systemd.exec(5), "Environment
@@ -260,7 +262,7 @@ def supervise(name):
     log = open(LOG_DIR / (name + ".log"), "ab", buffering=0)
     env = spawn_environment(unit)
     _limits(unit)
-    log.write(b"-- systemd-standin: starting %s: %s\n" % (name.encode(), " ".join(unit["ExecStart"]).encode()))
+    log.write(b"%s %s: %s\n" % (START_MARKER.encode(), name.encode(), " ".join(unit["ExecStart"]).encode()))
     server = subprocess.Popen(unit["ExecStart"], env=env, cwd=unit.get("WorkingDirectory") or "/",
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                               preexec_fn=_drop_to(unit.get("User"), unit.get("Group")))

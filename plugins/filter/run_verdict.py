@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-# Documented in its sidecar, smoke_run_verdict.yml, beside this file.
+# Documented in their sidecars, smoke_run_verdict.yml and smoke_put_back_release.yml, beside this file.
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import run_verdict
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
@@ -13,4 +13,5 @@ _wrap = refusing(run_verdict.RunVerdictError)
 
 class FilterModule:
     def filters(self):
-        return {"smoke_run_verdict": _wrap(run_verdict.run_verdict)}
+        return {"smoke_run_verdict": _wrap(run_verdict.run_verdict),
+                "smoke_put_back_release": _wrap(run_verdict.put_back_release)}

@@ -43,6 +43,19 @@ def _listed(values, where, of=""):
     return list(values)
 
 
+def put_back_release(upgrade):
+    """The release a host goes back on: the upgrade canary's previous_release where its new release lost, "" where it
+    did not lose or the release did not change (``upgrade`` None). Read by the smoke test before the run's verdict
+    too (a host put back is not searched for a power limit nor judged against the fleet)."""
+    if not isinstance(upgrade, Mapping) or upgrade.get("decision") != "lost":
+        return ""
+    release = str(upgrade.get("previous_release") or "")
+    if not release:
+        raise RunVerdictError("the upgrade canary's verdict is lost but names no previous_release to put the host "
+                              "back on: %r" % (upgrade,))
+    return release
+
+
 def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_rejection="fail"):
     """The run's verdict: {status, messages, rolled_back, serves, keeps_baseline, stop, warn, put_back_release}.
 
@@ -61,12 +74,8 @@ def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_r
     rolled_back = [str(verdict.get("experiment")) for verdict in verdicts if verdict.get("decision") == REJECTED]
     messages = [str(verdict["message"]) for verdict in verdicts if verdict.get("message")]
     status = REGRESSION_ROLLED_BACK if rolled_back else PASS
-    put_back = ""
-    if isinstance(upgrade, Mapping) and upgrade.get("decision") == "lost":
-        put_back = str(upgrade.get("previous_release") or "")
-        if not put_back:
-            raise RunVerdictError("the upgrade canary's verdict is lost but names no previous_release to put the host "
-                                  "back on: %r" % (upgrade,))
+    put_back = put_back_release(upgrade)
+    if put_back:
         status = UPGRADE_ROLLED_BACK
         messages.append(str(upgrade.get("message") or "the new SGLang release was slower; put back on the one before"))
     messages += [str(step["message"]) for step in _listed(power, "the power limit's verdicts")

@@ -41,6 +41,11 @@ def ansible_environment(cls, **options):
     """A jinja2 environment of class cls with Ansible's core and math filters and tests, and the collection's filters."""
     env = cls(undefined=jinja2.StrictUndefined, **options)
     env.filters.update(FilterModule().filters())
+    # Ansible's default coalesces its own undefined marker, which this plain environment does not make: here a name
+    # no file defines (sm120_state_dir, which the roles read with a default) is jinja2's Undefined.
+    ansible_default = env.filters["default"]
+    env.filters["default"] = lambda value, default_value="", boolean=False: (
+        default_value if isinstance(value, jinja2.Undefined) else ansible_default(value, default_value, boolean))
     env.filters.update(MathFilters().filters())
     env.filters.update(_collection_filters())
     env.tests.update(AnsibleTests().tests())

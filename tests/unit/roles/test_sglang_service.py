@@ -394,3 +394,11 @@ def test_a_new_tuning_option_waits_off_where_the_smoke_test_adds_it_and_one_the_
     _unit, _service_, env, argv = _service(asked)
     assert env["SM120_TUNING_LIVE"] == "max_running_requests_64,nccl_min_nchannels_8"
     assert _options(argv[3:])["--max-running-requests"] == ["64"]
+
+
+def test_one_state_directory_moves_every_record_the_service_reads():
+    moved = _role_vars(dict(PRODUCTION, sm120_state_dir="/srv/sm120"), FACTS)
+    assert _value(moved, "sglang_service_patch_ledger") == "/srv/sm120/patch-ledger.json"
+    assert _value(moved, "sglang_service_tuning_rejected_path") == "/srv/sm120/rejected-tuning.json"
+    default = _role_vars(PRODUCTION, FACTS)
+    assert _value(default, "sglang_service_patch_ledger") == "/var/lib/sm120-sglang/patch-ledger.json"

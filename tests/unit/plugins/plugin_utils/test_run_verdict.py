@@ -53,6 +53,14 @@ def test_an_upgrade_put_back_judges_neither_thresholds_nor_band_and_neither_serv
         rv.run_verdict([], {"decision": "lost", "message": "x"})
 
 
+def test_the_release_to_put_back_is_the_one_before_where_the_new_one_lost_and_none_otherwise():
+    assert rv.put_back_release(LOST) == "0.5.22"
+    assert rv.put_back_release({"decision": "kept", "previous_release": "0.5.22"}) == ""
+    assert rv.put_back_release(None) == ""
+    with pytest.raises(rv.RunVerdictError, match="names no previous_release"):
+        rv.put_back_release({"decision": "lost", "previous_release": ""})
+
+
 def test_the_power_limit_s_verdicts_are_reported_after_the_upgrade_and_before_the_thresholds():
     power = [{"limit_w": 350, "decision": "kept", "message": "350 W kept."},
              {"limit_w": 200, "decision": "rejected", "message": "200 W slower."}]
