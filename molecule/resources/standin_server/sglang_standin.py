@@ -83,7 +83,10 @@ that many times the rate of a step's cost by the requests running, "step_cost":
 [[running, factor], ...] (by default the cost measured on a real server,
 sglang_standin_gpu.DRAFT_STEP_COST), "first_token_hold_ms": the first token of
 each request not before that long after it starts, the rest on their pace
-(more throughput with later first tokens, sglang_standin_gpu.first_token_hold_s)};
+(more throughput with later first tokens, sglang_standin_gpu.first_token_hold_s),
+"raises" and "raises_from": the error the server exits with at start-up where
+that release or a later one is installed (by default the cutlass MoE runner on
+NVFP4 from 0.5.16, as the real one raises NotImplementedError)};
 a tuning option's effect also names what makes it live, "env" (variable ->
 value) and "flags" (flag -> value) on the server; an effect naming a "release"
 is live where that SGLang release is installed (a release slower on these GPUs). By default the fusion gate
@@ -143,6 +146,7 @@ from sglang_standin_gpu import (
     live_options,
     live_releases,
     load_util_pct,
+    start_error,
     load_watts,
     sglang_package_dir,
     sglang_release,
@@ -621,6 +625,12 @@ def main(argv):
     chosen = effects(os.environ)
     live = dict(live_gates(package_dir, argv, os.environ), **live_options(chosen, argv, os.environ),
                 **live_releases(chosen, sglang_release()))
+    # A backend the installed release cannot run: the real server raises while it builds the model, and exits.
+    raised = start_error(live, chosen, sglang_release())
+    if raised:
+        time.sleep(max(args.standin_load, 0.0))
+        sys.stderr.write("Traceback (most recent call last):\n  (sglang_standin, building the model)\n%s\n" % raised)
+        return 1
     standin = Standin(args, live, chosen, os.environ.get("SGLANG_STANDIN_POWER_FILE") or POWER_FILE)
     if address is not None:
         standin.nodes_joined = nodes.Rendezvous(address[1], args.nnodes).complete

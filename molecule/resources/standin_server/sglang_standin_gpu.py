@@ -51,8 +51,13 @@ FUSION_CONDITION_WITH_SM120 = re.compile(
 FUSION_FLAGS = ("--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend")
 CUSTOM_AR_FILE = os.path.join("sglang", "srt", "distributed", "device_communicators", "custom_all_reduce.py")
 CUSTOM_AR_WITH_SM120 = re.compile(r"if self\.world_size == 2 or self\.full_nvlink or is_sm120_supported\(\):")
+# The cutlass MoE runner on NVFP4 from SGLang 0.5.16: the real server raises while it builds the model
+# (layers/quantization/modelopt_quant.py:2452 of 0.5.16, data/experiments.yml's moe_runner_cutlass).
+CUTLASS_NVFP4_ERROR = "NotImplementedError: moe_runner_backend=cutlass is not supported for NVFP4 MoE"
 DEFAULT_EFFECTS = {"flashinfer_allreduce_fusion": {"speed": 1 / FUSION_SLOWDOWN, "load_w": FUSION_LOAD_W,
-                                                   "util_pct": FUSION_UTIL_PCT}}
+                                                   "util_pct": FUSION_UTIL_PCT},
+                   "moe_runner_cutlass": {"flags": {"--moe-runner-backend": "cutlass", "--quantization": "modelopt_fp4"},
+                                          "raises_from": "0.5.16", "raises": CUTLASS_NVFP4_ERROR}}
 POWER_FILE = "/var/lib/sglang/standin-power-draw"
 # Where the nvidia-smi stand-in keeps the power limits set with -pl (molecule/resources/nvidia-smi).
 NVIDIA_SMI_STATE = "/run/nvidia-smi-standin"
@@ -259,6 +264,21 @@ def accept_length(live=(), chosen=None):
     chosen = chosen or DEFAULT_EFFECTS
     lengths = [float(chosen[name]["accept_length"]) for name in live if "accept_length" in chosen.get(name, {})]
     return max(lengths) if lengths else None
+
+
+def _release_key(release):
+    return tuple(int(part) for part in re.findall(r"\d+", str(release))[:3])
+
+
+def start_error(live=(), chosen=None, release=None):
+    """The error a live effect makes the server raise at start-up on the installed release: its "raises" where the
+    release is "raises_from" or later (a backend a release cannot run), None otherwise or without a release."""
+    chosen = chosen or DEFAULT_EFFECTS
+    for name in sorted(live):
+        effect = chosen.get(name, {})
+        if effect.get("raises") and release and _release_key(release) >= _release_key(effect.get("raises_from", "0")):
+            return "%s (%s on SGLang %s)" % (effect["raises"], name, release)
+    return None
 
 
 def first_token_hold_s(live=(), chosen=None):

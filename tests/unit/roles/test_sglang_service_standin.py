@@ -268,6 +268,17 @@ def test_fail_at_start_exits_1_with_the_reason_on_stderr(tmp_path):
     assert "failing at start on purpose (SGLANG_STANDIN_FAIL_AT_START=1)" in result.stderr
 
 
+def test_a_server_started_with_the_cutlass_moe_runner_on_0_5_23_exits_1_with_not_implemented(tmp_path):
+    package = _sglang_site_packages(tmp_path, False, version="0.5.23")
+    port, proc = _start(tmp_path / "model", tmp_path / "power", warmup="0", package_dir=package, wait=False,
+                        flags=("--moe-runner-backend", "cutlass"))
+    proc.wait(timeout=30)
+    stderr = _stop(proc)
+    assert proc.returncode == 1, stderr
+    assert "NotImplementedError: moe_runner_backend=cutlass is not supported for NVFP4 MoE" in stderr
+    assert "SGLang 0.5.23" in stderr and port
+
+
 def test_a_missing_model_directory_is_refused(tmp_path):
     result = subprocess.run([sys.executable, str(STANDIN), "--model-path", str(tmp_path / "absent"), "--port", "1"],
                             capture_output=True, text=True, timeout=30, check=False)
@@ -391,6 +402,25 @@ def test_a_first_token_hold_delays_the_first_token_and_not_the_end_of_the_reques
     assert gpu.first_token_due(100.0, 1, interval, 0.115) == pytest.approx(100.0 + 2.0 / 130)
     assert gpu.first_token_due(100.0, 15, interval, 0.115) == pytest.approx(100.0 + 16.0 / 130)
     assert gpu.first_token_due(100.0, 0, interval, 0.0) == pytest.approx(100.0 + 1.0 / 130)
+
+
+def test_the_cutlass_moe_runner_raises_at_start_up_on_nvfp4_from_0_5_16_as_the_real_server_does():
+    gpu = _load_standin_gpu()
+    argv = ["--quantization", "modelopt_fp4", "--moe-runner-backend", "cutlass"]
+    live = gpu.live_options(gpu.effects({}), argv, {})
+    assert "moe_runner_cutlass" in live
+    assert gpu.start_error(live, gpu.effects({}), "0.5.16") == (
+        "NotImplementedError: moe_runner_backend=cutlass is not supported for NVFP4 MoE (moe_runner_cutlass on SGLang "
+        "0.5.16)")
+    assert gpu.start_error(live, gpu.effects({}), "0.5.23") is not None
+    # The release before, and no release to judge: it starts.
+    assert gpu.start_error(live, gpu.effects({}), "0.5.15.post1") is None
+    assert gpu.start_error(live, gpu.effects({}), None) is None
+    # FlashInfer's CUTLASS runner, the profile's, or cutlass on another quantization: not the raising backend.
+    flashinfer = gpu.live_options(gpu.effects({}), ["--quantization", "modelopt_fp4", "--moe-runner-backend",
+                                                    "flashinfer_cutlass"], {})
+    assert "moe_runner_cutlass" not in flashinfer
+    assert "moe_runner_cutlass" not in gpu.live_options(gpu.effects({}), ["--moe-runner-backend", "cutlass"], {})
 
 
 def test_noise_spreads_the_rate_and_wrong_output_garbles_the_text():
