@@ -126,9 +126,9 @@ def main(argv):
         for record in data["records"]:
             out.append("- %s: %s" % (record["label"], json.dumps(record["texts"])[:400]))
         out.append("")
-    infos = sorted(results.glob("spec-*-server-info.json"))
+    infos = sorted(results.glob("*-server-info.json"))
     if infos:
-        out += ["## Speculative decoding: the server each start ran", "",
+        out += ["## The server each start of the speculative phase ran", "",
                 "| start | algorithm | max running requests | KV tokens (max_total_num_tokens) | accept length |",
                 "| --- | --- | --- | --- | --- |"]
         for path in infos:
