@@ -66,6 +66,7 @@ class FilterModule:
             "experiment_rounds": _wrap(ex.experiment_rounds),
             "experiments_among": _wrap(experiment_data.experiments_among),
             "experiments_held": _wrap(ex.held_at_start),
+            "experiments_decision_order": _wrap(ex.decision_order),
             "experiments_decided_by_smoke": _wrap(ex.smoke_decides),
             "tuning_settings": _wrap(experiment_data.tuning_settings),
         }

@@ -36,12 +36,13 @@ configuration before it (what was kept, and what had no measurable gain, which
 stays on until the end since it changes nothing measurable; a rejected one comes
 off at once). Where the whole set regressed, this finds the culprit, and it
 decides every other experiment of the set on its own as well, which a binary
-bisection would not. They go in order of risk (experiment_data.py: tuning
-options, then the gates from least to most risky). The deploy starts the server
-without the new experiments (held_at_start), so the configuration it runs is
-their baseline, measured at no restart of its own: k new experiments take k
-restarts to measure, k + 1 with the deploy's, and one more to what is kept where
-the last configuration measured is not it. plan_step() replays the decisions
+bisection would not. The deploy starts the server without the new
+experiments (held_at_start), so the configuration it runs is their baseline,
+measured at no restart of its own: k new experiments take k restarts to measure,
+k + 1 with the deploy's, and one more to what is kept only where the last one
+decided is not kept. So they go riskiest first (decision_order: the reverse of
+experiment_data.py's order, tuning options after the gates), and what is not
+kept comes off at once, so that the chain always runs what is kept. plan_step() replays the decisions
 from the measurements known so far, so the role keeps no state but those.
 """
 
@@ -478,8 +479,11 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
             raise _Need(sorted(config))
         return found
 
-    # The chain: each experiment on top of the configuration before it. What is kept or has no measurable gain
-    # stays on for the next one (it changes nothing measurable); what is rejected comes off at once.
+    # The chain: each experiment on top of the configuration before it. What is kept stays on; what is rejected
+    # comes off at once. What has no measurable gain stays on for the next one only where the server as deployed
+    # ran it (it changes nothing measurable, and the chain may then end on the deployed configuration, measured at
+    # no restart); otherwise it comes off at once too, so that the chain runs what is kept.
+    deployed_names = set(experiments if deployed is None else deployed)
     current, keep = list(start), list(start)
     try:
         for position, name in enumerate(pending):
@@ -491,7 +495,8 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
                     verdicts[untried] = untried_verdict(untried, budget)
                 break
             verdicts[name] = experiment_verdict(name, baseline, candidate, settings)
-            if verdicts[name]["decision"] != REJECTED:
+            decision = verdicts[name]["decision"]
+            if decision == KEPT or (decision == NO_GAIN and name in deployed_names):
                 current = current + [name]
             if verdicts[name]["decision"] == KEPT:
                 keep.append(name)
@@ -502,6 +507,21 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     return {"done": True, "keep": sorted(keep), "verdicts": ordered, "measured": len(measurements) - int(reused),
             "baseline_reused": reused, "restarts": spent, "restart_budget": budget,
             "untried": [name for name in experiments if verdicts.get(name, {}).get("decision") == UNTRIED]}
+
+
+def decision_order(experiments, deployed):
+    """The order to decide the experiments in: ``experiments`` in order of risk, least risky first
+    (experiment_data.experiments_among), where the server as deployed runs them all; the riskiest first where the
+    deploy held some back. Then the server starts on the baseline and each experiment is measured on top of what was
+    kept before it, so the restart back to what is kept is needed only where the last one decided is not kept: the
+    least risky last makes that the least likely (and a rejection decided first is off before anything else is
+    measured). With all of them deployed, the riskiest goes last, decided against the set's own measurement as
+    deployed."""
+    experiments = list(experiments or [])
+    deployed = set(experiments if deployed is None else deployed)
+    if all(name in deployed for name in experiments):
+        return experiments
+    return list(reversed(experiments))
 
 
 def smoke_decides(run_tags, skip_tags, experiments_on):

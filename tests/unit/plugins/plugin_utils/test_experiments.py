@@ -312,9 +312,9 @@ def test_held_back_every_plan_takes_k_restarts_to_measure_and_decides_as_everyth
 
 
 def test_held_back_the_deploys_start_saves_restarts_over_every_combination():
-    """Over the 64 combinations of 3 experiments above, with the deploy's own start: 311 restarts held back against 357
-    with everything on at the start; fewer in 49, one more in 3 (nothing rejected before the last, which is not
-    kept: the start with everything on measured the last configuration at no restart)."""
+    """Over the 64 combinations of 3 experiments above, with the deploy's own start: 304 restarts held back against 357
+    with everything on at the start; fewer in 52, one more in 3 (nothing rejected before the last, which has no
+    measurable gain: the start with everything on measured the last configuration at no restart)."""
     fewer = more = 0
     totals = [0, 0]
     for combo in itertools.product([(1.1, 1.1), (1.0, 1.0), (0.1, 0.1), (1.2, 0.8)], repeat=3):
@@ -323,12 +323,39 @@ def test_held_back_the_deploys_start_saves_restarts_over_every_combination():
         restarts_everything = drive(list("abc"), measure)[1] + 1
         totals = [totals[0] + restarts_held, totals[1] + restarts_everything]
         fewer, more = fewer + (restarts_held < restarts_everything), more + (restarts_held > restarts_everything)
-    assert totals == [311, 357] and (fewer, more) == (49, 3)
+    assert totals == [304, 357] and (fewer, more) == (52, 3)
 
 
 def test_held_back_the_deploys_start_costs_none_of_the_restart_budget():
     step, _restarts = drive(["h", "n", "f"], model(THREE), settings=dict(SETTINGS, restart_budget=2), deployed=[])
     assert decisions(step) == {"h": ex.KEPT, "n": ex.NO_GAIN, "f": ex.UNTRIED} and step["restarts"] == 2
+
+
+def test_held_back_the_riskiest_goes_first_so_that_the_chain_ends_on_what_is_kept():
+    # The local default's Debian 12: a helper option and the fusion gate, which collapses. Held back and riskiest
+    # first: [f] rejected, [h] kept, and the server already runs what is kept: 2 restarts, 3 with the deploy's.
+    effects = {"h": (1.08, 1.08), "f": (0.1, 0.1)}
+    order = ex.decision_order(["h", "f"], [])
+    assert order == ["f", "h"]
+    step, restarts = drive(order, model(effects), deployed=[])
+    assert decisions(step) == {"f": ex.REJECTED, "h": ex.KEPT} and step["keep"] == ["h"] and restarts == 2
+    # In the order of risk instead, [h] then [h, f], and back to [h]: one restart more.
+    assert drive(["h", "f"], model(effects), deployed=[])[1] == 3
+    # Everything on at the start: [] and [h] measured, f decided against the deployed set: 2 as well.
+    assert drive(["h", "f"], model(effects))[1] == 2
+    # With all of them deployed the order of risk stands.
+    assert ex.decision_order(["h", "f"], ["f", "h"]) == ["h", "f"]
+    assert ex.decision_order(["h", "f"], None) == ["h", "f"]
+
+
+def test_held_back_what_gains_nothing_comes_off_at_once_and_deployed_it_stays_on():
+    effects = {"n": (1.0, 1.0), "h": (1.08, 1.08)}
+    held, _restarts = drive(["n", "h"], model(effects), deployed=[])
+    helper = next(verdict for verdict in held["verdicts"] if verdict["experiment"] == "h")
+    assert helper["baseline_config"] == [] and held["keep"] == ["h"]
+    everything, _restarts = drive(["n", "h"], model(effects))
+    helper = next(verdict for verdict in everything["verdicts"] if verdict["experiment"] == "h")
+    assert helper["baseline_config"] == ["n"] and everything["keep"] == ["h"]
 
 
 @pytest.mark.parametrize("wanted, before, decided, held", [
