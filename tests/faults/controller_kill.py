@@ -118,51 +118,48 @@ def run_killed(argv, env, kill_at_task, signame, log):
     # With SIGHUP's default action: started in the background, this process may have inherited it ignored.
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, preexec_fn=default_sighup)
-    tasks, drained, where = 0, set(), None
-    host_of = re.compile(r"^(?:changed|ok): \[(?P<host>[^\]\s]+)")
-    current = ""
+    watch, where = RouterWatch(), None
     for line in proc.stdout:
         log.write(line)
-        match = TASK.match(line)
-        if match:
-            tasks += 1
-            current = match.group("name")
-            if tasks == kill_at_task:
-                where = {"task": tasks, "name": current, "out_of_router": sorted(drained),
-                         "after_s": round(time.monotonic() - started, 1)}
-                os.killpg(proc.pid, SIGNALS[signame])
-                break
-            continue
-        done = host_of.match(line)
-        if done and current.endswith(DRAIN):
-            drained.add(done.group("host"))
-        elif done and current.endswith(RESTORE):
-            drained.discard(done.group("host"))
+        if watch.feed(line) and watch.tasks == kill_at_task:
+            where = {"task": watch.tasks, "name": watch.current, "out_of_router": sorted(watch.drained),
+                     "after_s": round(time.monotonic() - started, 1)}
+            os.killpg(proc.pid, SIGNALS[signame])
+            break
     proc.wait()
     rest = proc.stdout.read() if where else ""
     log.write(rest)
-    return tasks, where, proc.returncode
+    return watch.tasks, where, proc.returncode
+
+
+class RouterWatch:
+    """Reads ansible-playbook's output line by line: the tasks begun, the current one, and the hosts out of the router
+    (drained, not yet restored) as each task begins."""
+
+    HOST = re.compile(r"^(?:changed|ok): \[(?P<host>[^\]\s]+)")
+
+    def __init__(self):
+        self.tasks, self.current, self.drained = 0, "", set()
+
+    def feed(self, line):
+        """True where the line begins a task."""
+        match = TASK.match(line)
+        if match:
+            self.tasks, self.current = self.tasks + 1, match.group("name")
+            return True
+        done = self.HOST.match(line)
+        if done and self.current.endswith(DRAIN):
+            self.drained.add(done.group("host"))
+        elif done and self.current.endswith(RESTORE):
+            self.drained.discard(done.group("host"))
+        return False
 
 
 def out_of_router_tasks(output):
     """The task numbers of a whole rollout's output at whose start a host was out of the router (drained, not yet
     restored): where --while-out draws its kill points."""
-    tasks, drained, current, found = 0, set(), "", []
-    host_of = re.compile(r"^(?:changed|ok): \[(?P<host>[^\]\s]+)")
-    for line in output.splitlines():
-        match = TASK.match(line)
-        if match:
-            tasks += 1
-            current = match.group("name")
-            if drained:
-                found.append(tasks)
-            continue
-        done = host_of.match(line)
-        if done and current.endswith(DRAIN):
-            drained.add(done.group("host"))
-        elif done and current.endswith(RESTORE):
-            drained.discard(done.group("host"))
-    return found
+    watch = RouterWatch()
+    return [watch.tasks for line in output.splitlines() if watch.feed(line) and watch.drained]
 
 
 def run_full(argv, env, log):
