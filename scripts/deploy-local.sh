@@ -36,5 +36,21 @@ done
 # nvidia-smi stand-in printing 8x RTX PRO 6000 output, and (until the
 # sglang_install phase lands) the real SGLang wheel without its 11 GB of GPU
 # dependencies.
-ansible-playbook -i inventories/local molecule/resources/playbooks/prepare_gpu_host.yml
+# A host prepared from these very files (stand-ins, wheels, inventory) is not prepared again: each later command
+# (--check --diff, --tags rollback, ...) would otherwise spend half a minute finding nothing to change. The mark
+# is written once the prepare passed, with the digest of what it was made from.
+prepared=$(find molecule/resources inventories/local -type f -not -name '*.pyc' -print0 | sort -z |
+  xargs -0 sha256sum | sha256sum | cut -c1-16)
+stale=()
+for host in "${!images[@]}"; do
+  [[ $(docker exec "$host" cat /var/lib/sm120-standin/prepared 2>/dev/null) == "$prepared" ]] || stale+=("$host")
+done
+if ((${#stale[@]} > 0)); then
+  ansible-playbook -i inventories/local molecule/resources/playbooks/prepare_gpu_host.yml
+  for host in "${!images[@]}"; do
+    docker exec "$host" sh -c 'mkdir -p /var/lib/sm120-standin && echo "$1" > /var/lib/sm120-standin/prepared' sh "$prepared"
+  done
+else
+  echo "[deploy-local] the hosts are prepared from these files already (/var/lib/sm120-standin/prepared)"
+fi
 ansible-playbook -i inventories/local playbooks/deploy.yml "$@"

@@ -44,7 +44,7 @@ venv() {
 # A base image: Debian from its archive (debootstrap), then systemd on top.
 image() {
   local suite=$1 base=localhost/debian:$1 image=localhost/sm120-systemd:$1 recipe_hash rootfs
-  recipe_hash=$(sha256sum molecule/resources/images/Dockerfile | cut -c1-12)
+  recipe_hash=$(cat molecule/resources/images/* | sha256sum | cut -c1-12)
   if ! docker image inspect "$base" >/dev/null 2>&1; then
     log "debootstrap $suite"
     rootfs=$(mktemp -d "/tmp/rootfs-$suite.XXXX")
