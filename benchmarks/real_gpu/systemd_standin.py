@@ -344,16 +344,26 @@ def stop(name):
 
 # ------------------------------------------------------------------ the commands
 
-def show(name, properties=(), value_only=False):
+def show(name, properties=(), value_only=False, unix_timestamps=False):
     """The unit's properties, or those of ``properties`` alone (an empty value for one it does not know, as systemd
-    prints a property that has none); ``value_only``: the values without their names (--value)."""
+    prints a property that has none); ``value_only``: the values without their names (--value);
+    ``unix_timestamps``: timestamps as @seconds (--timestamp=unix), as systemd's weekday, date, time and zone
+    otherwise."""
     unit = load_unit(name)
     state = current(name)
     active = state.get("active", "inactive")
+    started = state.get("started") if state.get("pid") else None
+    if started is None:
+        start = ""
+    elif unix_timestamps:
+        start = "@%d" % int(started)
+    else:
+        start = time.strftime("%a %Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
     sub = {"active": "running", "activating": "start-post", "failed": "failed"}.get(active, "dead")
     # NRestarts: this stand-in has no Restart=, so it never restarts a unit.
     props = {"Id": name, "Names": name, "LoadState": "loaded" if unit else "not-found",
              "ActiveState": active, "SubState": sub, "MainPID": state.get("pid") or 0, "NRestarts": 0,
+             "ExecMainStartTimestamp": start,
              "UnitFileState": ("enabled" if state.get("enabled") else "disabled") if unit else "",
              "FragmentPath": unit["path"] if unit else "", "Description": (unit or {}).get("Description", name)}
     shown = [(key, props.get(key, "")) for key in properties] if properties else list(props.items())
@@ -393,7 +403,7 @@ def systemctl(argv):
     if verb == "daemon-reload":
         return 0
     if verb == "show":
-        return max([show(name, properties, "--value" in options) for name in names] or [0])
+        return max([show(name, properties, "--value" in options, "--timestamp" in options) for name in names] or [0])
     codes = []
     for name in names:
         if verb == "start":

@@ -62,6 +62,7 @@ class FilterModule:
             "experiment_rejections": _wrap(ex.rejections),
             "experiment_result": _wrap(experiment_result),
             "experiment_final_rows": _wrap(ex.final_rows),
+            "experiment_reported": _wrap(ex.report_entries),
             "experiment_warmup_requests": _wrap(ex.warmup_requests),
             "experiment_rounds": _wrap(ex.experiment_rounds),
             "experiments_among": _wrap(experiment_data.experiments_among),

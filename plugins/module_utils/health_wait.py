@@ -21,7 +21,9 @@ from ansible.module_utils.urls import open_url
 
 # What each poll asks ``systemctl show``. Job: a start or restart queued and not yet run (the role starts and
 # restarts with --no-block) is not a failure, whatever state the unit is still in; NRestarts needs systemd 235.
-UNIT_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "MainPID", "Job")
+# ExecMainStartTimestamp: when the running server started, which with MainPID names the process (the smoke test
+# takes a measurement of the same process again, plugin_utils/measurement_reuse.py).
+UNIT_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "MainPID", "Job", "ExecMainStartTimestamp")
 HEALTHY = "healthy"
 WAIT = "wait"
 FAILED = "failed"
@@ -53,6 +55,7 @@ def parse_unit_props(text):
         "NRestarts": _count(raw.get("NRestarts")),
         "MainPID": _count(raw.get("MainPID")),
         "Job": raw.get("Job", ""),
+        "ExecMainStartTimestamp": raw.get("ExecMainStartTimestamp", ""),
     }
 
 

@@ -110,10 +110,12 @@ waited:
   sample: 412.3
 unit_props:
   description: The unit's properties at the last poll, as C(systemctl show) printed them; C(NRestarts) and
-    C(MainPID) as numbers, C(Job) empty without a queued job.
+    C(MainPID) as numbers, C(Job) empty without a queued job, C(ExecMainStartTimestamp) when the running process
+    started (empty where it never did).
   returned: always
   type: dict
-  sample: {ActiveState: activating, SubState: start-post, NRestarts: 0, MainPID: 4242, Job: "181"}
+  sample: {ActiveState: activating, SubState: start-post, NRestarts: 0, MainPID: 4242, Job: "181",
+           ExecMainStartTimestamp: "Fri 2026-12-04 20:00:00 UTC"}
 restarts_at_start:
   description: The unit's C(NRestarts) when the wait began, which later polls compare with.
   returned: always

@@ -176,6 +176,10 @@ def smoke_report_markdown(run):
                 for name, load in sorted(loads.items()))))
     lines.append("- Patches live now: %s" % _codes(gate_names(run.get("patches_live"))))
     lines.append("- Cost: %s" % cost_text(run))
+    reused = run.get("reused") if isinstance(run.get("reused"), Mapping) else None
+    if reused:
+        lines.append("- Measured: not in this run; %s, so its measurement stands (smoke_test_reuse: false or "
+                     "--tags smoke measures again)" % _inline(reused.get("reason") or NA))
     lines.append("- Thresholds: output at least %s tok/s, TTFT p99 at most %s ms, GPU power at least %s of the limit" % (
         format_number(thresholds.get("min_output_tok_s"), 1), format_number(thresholds.get("max_ttft_p99_ms"), 1),
         format_number(thresholds.get("min_power_fraction"), 2)))

@@ -147,7 +147,13 @@ def test_the_canary_rerun_measured_nothing_new_and_the_twin_took_the_verdicts(na
         # turned off stays off, so it is no experiment now (side_effect checks it changed nothing).
         assert [(v["experiment"], v["remembered"]) for v in rollout["verdicts"]] == [("nccl_min_nchannels_8", True)]
         assert rollout["cost"]["experiment_restarts"] == 0 and len(rollout["measurements"]) == 2, rollout["cost"]
+        # Its server ran on as converge left it: converge's measurement stands, not measured again.
+        converge = runs_of(name)[0]
+        assert rollout["reused"]["run_id"] == converge["run_id"], rollout["reused"]
+        assert [row["result"] for row in rollout["measurements"]] == [
+            row["result"] for row in converge["measurements"] if row["config"] == ["nccl_min_nchannels_8"]][-2:]
         return
+    assert rollout["reused"] is None
     assert {v["experiment"]: (v["decision"], v["remembered"]) for v in rollout["verdicts"]} == {
         "nccl_min_nchannels_8": ("kept", True), "pcie_ipc_allreduce": ("no measurable gain", True),
         "flashinfer_allreduce_fusion": ("rejected", True)}

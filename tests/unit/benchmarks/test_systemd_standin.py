@@ -134,10 +134,23 @@ def test_show_counts_no_restarts_and_prints_values_alone_with_value(unit):
     systemctl, _port = unit
     assert "\nNRestarts=0\n" in systemctl("show", "demo.service").stdout
     assert systemctl("show", "--property=MainPID,SubState", "--value", "demo.service").stdout == "0\ndead\n"
-    # The role's read of when the server started (tasks/main.yml): a time the stand-in does not keep reads as
-    # empty, which plugin_utils/systemd.py takes as a server that never started, as before -p was read.
+    # The role's read of when the server started (tasks/main.yml): a unit that never started has no start, which
+    # plugin_utils/systemd.py takes as a server that never started.
     shown = systemctl("show", "--timestamp=unix", "-p", "ExecMainStartTimestamp", "--value", "demo.service")
     assert shown.stdout == "\n"
+
+
+def test_show_gives_the_start_of_the_running_server_as_systemd_prints_it(unit):
+    systemctl, _port = unit
+    before = int(time.time())
+    assert systemctl("restart", "demo.service").returncode == 0
+    after = int(time.time())
+    unix = systemctl("show", "--timestamp=unix", "-p", "ExecMainStartTimestamp", "--value", "demo.service").stdout
+    assert unix.startswith("@") and before <= int(unix.strip()[1:]) <= after
+    # Without --timestamp: weekday, date, time and zone (health_wait reads it so, for the smoke test's reuse).
+    shown = systemctl("show", "-p", "ExecMainStartTimestamp", "demo.service").stdout.strip()
+    started = time.gmtime(int(unix.strip()[1:]))
+    assert shown == "ExecMainStartTimestamp=" + time.strftime("%a %Y-%m-%d %H:%M:%S UTC", started)
 
 
 @pytest.fixture

@@ -38,21 +38,26 @@ def _verdict(status=None, props=None, at_start=0, elapsed=5.0, timeout=1800, ans
     return health_verdict(status, props or LOADING, at_start, elapsed, timeout, unit=UNIT, url=URL, answer=answer)
 
 
-def test_the_command_asks_for_the_five_properties_of_the_unit():
+def test_the_command_asks_for_the_six_properties_of_the_unit():
     assert show_argv("/usr/bin/systemctl", UNIT) == [
-        "/usr/bin/systemctl", "show", "--property=ActiveState,SubState,NRestarts,MainPID,Job", UNIT]
+        "/usr/bin/systemctl", "show", "--property=ActiveState,SubState,NRestarts,MainPID,Job,ExecMainStartTimestamp",
+        UNIT]
 
 
 def test_systemctl_shows_output_reads_as_strings_and_counts():
-    text = "ActiveState=activating\nSubState=start-post\nNRestarts=2\nMainPID=4242\nJob=181\n"
+    text = ("ActiveState=activating\nSubState=start-post\nNRestarts=2\nMainPID=4242\nJob=181\n"
+            "ExecMainStartTimestamp=Fri 2026-12-04 20:00:00 UTC\n")
     assert parse_unit_props(text) == {"ActiveState": "activating", "SubState": "start-post", "NRestarts": 2,
-                                      "MainPID": 4242, "Job": "181"}
+                                      "MainPID": 4242, "Job": "181",
+                                      "ExecMainStartTimestamp": "Fri 2026-12-04 20:00:00 UTC"}
 
 
 def test_what_systemd_did_not_print_is_empty_and_nrestarts_before_systemd_235_is_zero():
     assert parse_unit_props("MainPID=0\nActiveState=inactive\nSubState=dead\nJob=\nnot a property\n") == {
-        "ActiveState": "inactive", "SubState": "dead", "NRestarts": 0, "MainPID": 0, "Job": ""}
-    assert parse_unit_props("") == {"ActiveState": "", "SubState": "", "NRestarts": 0, "MainPID": 0, "Job": ""}
+        "ActiveState": "inactive", "SubState": "dead", "NRestarts": 0, "MainPID": 0, "Job": "",
+        "ExecMainStartTimestamp": ""}
+    assert parse_unit_props("") == {"ActiveState": "", "SubState": "", "NRestarts": 0, "MainPID": 0, "Job": "",
+                                    "ExecMainStartTimestamp": ""}
 
 
 def test_200_is_healthy_whatever_the_unit_says():

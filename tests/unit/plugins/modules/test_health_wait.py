@@ -23,7 +23,8 @@ from ansible_collections.sm120.sglang.plugins.modules import health_wait
 from ansible_collections.sm120.sglang.tests.unit.utils import ModuleFail
 
 UNIT = "sglang-demo.service"
-LOADING = "ActiveState=activating\nSubState=start-post\nNRestarts=0\nMainPID=4242\nJob=181\n"
+LOADING = ("ActiveState=activating\nSubState=start-post\nNRestarts=0\nMainPID=4242\nJob=181\n"
+           "ExecMainStartTimestamp=Fri 2026-12-04 20:00:00 UTC\n")
 
 FAKE_SYSTEMCTL = """#!%s
 import json, sys
@@ -106,8 +107,9 @@ def test_it_returns_once_health_answers_200_after_503s(run_module, systemctl, se
     assert result["changed"] is False and result["verdict"] == "healthy" and result["status"] == 200
     assert result["reason"] == "%s answered 200 after 0 s" % url and result["answer"] == "200"
     assert result["unit_props"] == {"ActiveState": "activating", "SubState": "start-post", "NRestarts": 0,
-                                    "MainPID": 4242, "Job": "181"}
-    assert calls()[0] == ["show", "--property=ActiveState,SubState,NRestarts,MainPID,Job", UNIT]
+                                    "MainPID": 4242, "Job": "181",
+                                    "ExecMainStartTimestamp": "Fri 2026-12-04 20:00:00 UTC"}
+    assert calls()[0] == ["show", "--property=ActiveState,SubState,NRestarts,MainPID,Job,ExecMainStartTimestamp", UNIT]
     # One read before the first poll, then one per poll: three polls.
     assert len(calls()) == 4
 
@@ -159,7 +161,8 @@ def test_a_systemctl_that_fails_stops_the_wait_with_its_error(run_module, system
     with pytest.raises(ModuleFail) as failure:
         run_module(health_wait.main, _args(server(200)))
     assert failure.value.result["msg"].endswith(
-        "systemctl show --property=ActiveState,SubState,NRestarts,MainPID,Job %s failed (rc 1): System has not been "
+        "systemctl show --property=ActiveState,SubState,NRestarts,MainPID,Job,ExecMainStartTimestamp %s failed (rc 1): "
+        "System has not been "
         "booted with systemd as init system (PID 1). Can't operate." % UNIT)
 
 

@@ -214,6 +214,15 @@ def test_markdown_counts_one_restart_and_none():
     assert "- Cost: n/a" in smoke_report_markdown({k: v for k, v in RUN.items() if k != "cost"})
 
 
+def test_markdown_says_where_the_measurement_was_taken_from_an_earlier_run():
+    reason = "the server runs what run 20261204T200500Z measured, unchanged since it started (Fri, PID 42)"
+    markdown = smoke_report_markdown(dict(RUN, reused={"run_id": "20261204T200500Z", "reason": reason}))
+    assert ("- Measured: not in this run; the server runs what run 20261204T200500Z measured, unchanged since it "
+            "started (Fri, PID 42), so its measurement stands (smoke_test_reuse: false or --tags smoke measures "
+            "again)") in markdown
+    assert "- Measured:" not in smoke_report_markdown(dict(RUN, reused=None))
+
+
 def test_markdown_tells_underfed_from_spin_wait_at_the_same_power():
     run = copy.deepcopy(RUN)
     run["measurements"] = run["measurements"][:1]

@@ -1,0 +1,15 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+# Documented in its sidecar, smoke_measurement_reuse.yml, beside this file.
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import measurement_reuse
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import ExperimentError
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+
+
+class FilterModule:
+    def filters(self):
+        return {"smoke_measurement_reuse": refusing(ExperimentError)(measurement_reuse.reuse_decision)}

@@ -1,0 +1,97 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A rerun that changed nothing takes the host's last kept measurement instead of measuring the same server again."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import measurement_reuse as mr
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import ExperimentError
+
+SETTINGS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0, "loads": ["low", "high"]}
+SERVER = "Fri 2026-12-04 20:00:00 UTC, PID 4242"
+KEY = "sglang 0.5.23 | TP 8 | PCIe | NVIDIA RTX PRO 6000 | low,high"
+NCCL = "nccl_min_nchannels_8"
+FUSION = "flashinfer_allreduce_fusion"
+
+
+def stored(config=(NCCL,), server=SERVER, run_id="20261204T200500Z"):
+    return {"config": sorted(config), "label": "with " + ", ".join(config), "parity": ["a"], "run_id": run_id,
+            "server_started": server,
+            "loads": {"low": [{"output_tokens_per_s": 200.0}] * 3, "high": [{"output_tokens_per_s": 800.0}] * 3}}
+
+
+def remembered(**decisions):
+    return {KEY: {name: {"decision": decision, "reason": "measured", "loads": {}} for name, decision in
+                  decisions.items()}}
+
+
+def decide(baseline, experiments=(NCCL,), deployed=(NCCL,), memory=None, server=SERVER, reuse_on=True,
+           run_tags=("all",), retry=()):
+    return mr.reuse_decision(baseline, list(experiments), list(deployed), SETTINGS,
+                             remembered(**{NCCL: "kept"}) if memory is None else memory, KEY, list(retry), server,
+                             reuse_on, list(run_tags))
+
+
+def test_the_same_server_of_the_same_configuration_with_every_verdict_kept_is_not_measured_again():
+    decision = decide(stored())
+    assert decision["reuse"] is True and decision["run_id"] == "20261204T200500Z"
+    assert decision["reason"] == ("the server runs what run 20261204T200500Z measured, unchanged since it started "
+                                  "(Fri 2026-12-04 20:00:00 UTC, PID 4242)")
+    # The stored figures, labelled with the run that measured them.
+    assert decision["measurement"]["loads"]["high"] == [{"output_tokens_per_s": 800.0}] * 3
+    assert decision["measurement"]["label"] == "as measured in run 20261204T200500Z"
+
+
+def test_a_host_without_experiments_reuses_too():
+    assert decide(stored(config=()), experiments=(), deployed=(), memory={})["reuse"] is True
+    # Experiments not decided by measurement (smoke_test_experiments: false): what runs was measured, as it runs.
+    assert decide(stored(), experiments=(), deployed=(NCCL,), memory={})["reuse"] is True
+
+
+def test_another_server_process_is_measured_again():
+    restarted = decide(stored(), server="Fri 2026-12-04 21:00:00 UTC, PID 5151")
+    assert restarted == {"reuse": False, "run_id": "", "measurement": None,
+                         "reason": "the server now running (Fri 2026-12-04 21:00:00 UTC, PID 5151) is not the one "
+                                   "measured (Fri 2026-12-04 20:00:00 UTC, PID 4242)"}
+    # A baseline kept before the process was recorded, and a server whose start is unknown.
+    assert decide(stored(server=""))["reason"] == ("the server now running (Fri 2026-12-04 20:00:00 UTC, PID 4242) is "
+                                                   "not the one measured (an earlier run that did not record its "
+                                                   "server)")
+    assert decide(stored(), server="")["reason"] == "the running server's start is unknown"
+
+
+def test_asked_for_a_measurement_it_measures():
+    assert decide(stored(), reuse_on=False)["reason"] == "smoke_test_reuse is false"
+    assert decide(stored(), run_tags=("smoke",))["reason"] == "the smoke phase was asked for by name (--tags smoke)"
+    assert decide(stored(), run_tags=("service", "smoke"))["reuse"] is False
+    # Other tags, e.g. the service phase alone, do not ask for it.
+    assert decide(stored(), run_tags=("service",))["reuse"] is True
+
+
+def test_no_kept_measurement_or_another_configuration_is_measured():
+    assert decide({})["reason"] == "no measurement of this configuration is kept for this host"
+    assert decide(None)["reuse"] is False
+    assert decide(dict(stored(), loads={}))["reuse"] is False
+    assert decide(stored(config=(NCCL, FUSION)))["reason"] == (
+        "the measurement kept is of flashinfer_allreduce_fusion+nccl_min_nchannels_8, the server runs "
+        "nccl_min_nchannels_8")
+
+
+def test_an_experiment_to_decide_is_measured():
+    # New, held back by the deploy: the server runs without it, and it has no verdict.
+    held = decide(stored(), experiments=(FUSION, NCCL), deployed=(NCCL,))
+    assert held["reuse"] is False
+    assert held["reason"] == ("an experiment is to be decided (flashinfer_allreduce_fusion+nccl_min_nchannels_8 to "
+                              "measure)")
+    # Asked to be measured again (smoke_test_experiments_retry).
+    assert decide(stored(), retry=(NCCL,))["reason"] == "an experiment is to be decided (the baseline to measure)"
+    # Its verdict was rejected but the server runs it: what is kept is not what runs.
+    assert decide(stored(), memory=remembered(**{NCCL: "rejected"}))["reason"] == (
+        "the experiments kept (none) are not what the server runs")
+
+
+def test_a_kept_verdict_without_a_decision_is_named():
+    with pytest.raises(ExperimentError, match="the remembered verdict of nccl_min_nchannels_8 has no decision"):
+        decide(stored(), memory={KEY: {NCCL: {"reason": "?"}}})
