@@ -26,6 +26,8 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
                against its health timeout (not in a plain run: --only model,crash)
   parity       the parity prompts at temperature 0, before and after a restart of one configuration
   experiments  the same playbook with two tuning options: the smoke test decides them on real restarts
+  rerun        the experiments' playbook again, its phases chosen by --skip-tags rather than named: nothing
+               changed, so the smoke test takes the measurement the experiments phase kept (smoke_test_reuse)
   speculative  speculative decoding on the real server, each start measured by the smoke test: without it, with
                --max-running-requests left to SGLang (which resets it to 48), and with it at the highest load;
                also steps-4, --num-continuous-decode-steps 4 without drafting; /server_info of each start (not in
@@ -97,14 +99,14 @@ INVENTORY = HERE / "inventory"
 URL = "http://127.0.0.1:30000"
 UNIT = "sglang-%s.service" % PROFILE
 TUNING = ["cuda_graph_max_bs_128", "max_running_requests_64"]
-PHASES = ("setup", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "speculative",
+PHASES = ("setup", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "rerun", "speculative",
           "summary")
 # Phases a run without --only leaves out (each costs server starts the others do not need).
 OPT_IN = ("crash", "speculative")
 REHEARSAL_SKIPS = ("compare", "cause")
 REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
 NEEDS = {"model": "setup", "deploy": "model", "compare": "deploy", "cause": "deploy", "parity": "deploy",
-         "experiments": "deploy", "speculative": "model", "crash": "model"}
+         "experiments": "deploy", "rerun": "experiments", "speculative": "model", "crash": "model"}
 # Speculative decoding (issue 17): the random Llama has no MTP head, so the 1.1 B one drafts for it. STANDALONE is
 # SGLang's EAGLE worker with a draft model of its own, the worker MTP runs with the model's own head; 3 steps, top-1,
 # 4 draft tokens as the GLM-5 option (data/experiments.yml mtp_nextn_3_4). SGLang 0.5.16 resets
@@ -283,16 +285,23 @@ class Readiness:
         self.thread.join()
 
 
-def playbook(name, host_vars, report_dir=None):
+# The phases a rerun leaves out, so that it runs the deploy's preflight, service and smoke test without naming the
+# smoke test (--tags smoke asks it to measure again).
+RERUN_SKIPS = "driver,sglang,patches,router"
+
+
+def playbook(name, host_vars, report_dir=None, skip_tags=None):
     """deploy.yml with ``host_vars`` in the inventory's host_vars, not as extra vars: an extra var outranks the
     configuration the smoke test switches to for each experiment (the first harness run measured one
-    configuration four times that way; smoke_test now refuses it)."""
+    configuration four times that way; smoke_test now refuses it). ``skip_tags``: the phases chosen by what is
+    left out instead of by name."""
     # The preflight reads the real GPU (gpu_facts): the smoke test keeps its verdicts per GPU model and topology.
     tags = os.environ.get("SM120_REAL_DEPLOY_TAGS") or "preflight,service,smoke"
     if REHEARSE:
         host_vars = dict(host_vars, sglang_service_launcher=[
             str(PYTHON), str(REPO / "molecule/resources/standin_server/sglang_standin.py")])
         tags = "service,smoke"
+        skip_tags = skip_tags and skip_tags + ",preflight"
     inventory = WORK / ("inventory-" + name)
     shutil.rmtree(inventory, ignore_errors=True)
     shutil.copytree(INVENTORY, inventory)
@@ -304,7 +313,8 @@ def playbook(name, host_vars, report_dir=None):
         # Its own reports, baselines and verdicts: nothing a start before it stored is compared against it.
         host_vars["smoke_test_report_dir"] = str(report_dir)
     (inventory / "host_vars" / "h200.yml").write_text(json.dumps(host_vars, indent=1) + "\n")
-    argv = [str(PYTHON), "-m", "ansible", "playbook", "-i", str(inventory), "playbooks/deploy.yml", "--tags", tags]
+    argv = [str(PYTHON), "-m", "ansible", "playbook", "-i", str(inventory), "playbooks/deploy.yml"] + (
+        ["--skip-tags", skip_tags] if skip_tags else ["--tags", tags])
     with Readiness() as readiness:
         seconds = run(argv, name, env=ansible_env(), timeout=3000, check=False)
     times = unit_times()
@@ -385,6 +395,10 @@ def phase_parity():
 
 def phase_experiments():
     playbook("experiments", {"sglang_service_tuning": TUNING})
+
+
+def phase_rerun():
+    playbook("rerun", {"sglang_service_tuning": TUNING}, skip_tags=RERUN_SKIPS)
 
 
 def server_info():

@@ -97,7 +97,7 @@ def main(argv):
     versions = results / "versions.txt"
     if versions.exists():
         out += ["Versions: `%s`" % versions.read_text().strip().splitlines()[0], ""]
-    for name in ("deploy", "experiments"):
+    for name in ("deploy", "experiments", "rerun"):
         record = results / (name + ".json")
         if record.exists():
             data = json.loads(record.read_text())

@@ -169,7 +169,9 @@ def read_state(name):
 def write_state(name, **changes):
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     state = dict(read_state(name), **changes)
-    partial = state_path(name).with_suffix(".partial")
+    # A name of this process's own: the server's watcher and a stop write the state at once (the tenth run's
+    # restart lost its .partial to the watcher's rename).
+    partial = state_path(name).with_suffix(".partial.%d" % os.getpid())
     partial.write_text(json.dumps(state), encoding="utf-8")
     os.replace(partial, state_path(name))
     return state
