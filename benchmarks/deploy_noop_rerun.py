@@ -19,6 +19,10 @@ patches, service and the smoke test's measurement, which runs on every deploy.
 Batch settings (--serial): "default" is the deploy's own, one canary host and then a quarter of the fleet at a
 time ([1, "25%"]); "100%" is the whole fleet in one batch (-e sm120_rollout_serial=100%).
 
+The smoke test (--smoke): "reuse" is the deploy's own, where a host whose server runs on unchanged takes its last
+kept measurement (smoke_test_reuse, plugins/plugin_utils/measurement_reuse.py); "measure" measures it again, as every
+rerun did before (-e smoke_test_reuse=false). With both, the ratio of their costs is printed per fleet.
+
     bash scripts/setup.sh && .venv/bin/python benchmarks/deploy_noop_rerun.py
 
 Takes 15 to 25 minutes on 2 cores: the first deploy of 8 hosts, then the reruns. The containers are
@@ -46,6 +50,7 @@ RECAP = re.compile(r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\
                    r"\s+failed=(?P<failed>\d+)\s+skipped=(?P<skipped>\d+)\s+rescued=(?P<rescued>\d+)"
                    r"\s+ignored=(?P<ignored>\d+)", re.MULTILINE)
 SERIAL = {"default": [], "100%": ["-e", "sm120_rollout_serial=100%"]}
+SMOKE = {"reuse": [], "measure": ["-e", "smoke_test_reuse=false"]}
 
 
 def fail(message):
@@ -120,6 +125,7 @@ def main():
     parser.add_argument("--hosts", default="2,6", help="fleet sizes, comma-separated (2,6)")
     parser.add_argument("--serial", default="default,100%", help="batch settings: default, 100%% (both)")
     parser.add_argument("--rounds", type=int, default=2, help="reruns per fleet and setting, alternating (2)")
+    parser.add_argument("--smoke", default="reuse", help="the smoke test: reuse, measure (reuse)")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
     try:
@@ -127,10 +133,11 @@ def main():
     except ValueError:
         fail("--hosts takes fleet sizes such as 2,6, got %r" % args.hosts)
     serials = [name.strip() for name in args.serial.split(",")]
-    unknown = [name for name in serials if name not in SERIAL]
+    smokes = [name.strip() for name in args.smoke.split(",")]
+    unknown = [name for name in serials if name not in SERIAL] + [name for name in smokes if name not in SMOKE]
     if unknown or not sizes or sizes[0] < 1 or args.rounds < 1:
-        fail("--serial takes default and 100%%, --hosts sizes of 1 or more, --rounds 1 or more; got %r %r %r"
-             % (args.serial, args.hosts, args.rounds))
+        fail("--serial takes default and 100%%, --smoke reuse and measure, --hosts sizes of 1 or more, --rounds 1 or "
+             "more; got %r %r %r %r" % (args.serial, args.smoke, args.hosts, args.rounds))
     if not shutil.which("ansible-playbook"):
         fail("no ansible-playbook: run bash scripts/setup.sh and use .venv/bin/python")
 
@@ -151,44 +158,56 @@ def main():
                 if rc != 0:
                     fail("%s on the fleet of %d failed (rc %d): see %s" % (os.path.basename(path), size, rc, log))
                 print("fleet of %d: %s in %.0f s" % (size, os.path.basename(path), wall), flush=True)
-        results = {(size, serial): [] for size in sizes for serial in serials}
+        settings = [(serial, smoke) for serial in serials for smoke in smokes]
+        results = {(size, setting): [] for size in sizes for setting in settings}
         for round_index in range(args.rounds):
-            for serial in serials:
+            for setting in settings:
+                serial, smoke = setting
                 order = sizes if round_index % 2 == 0 else list(reversed(sizes))
                 for size in order:
-                    rc, wall, cpu, recap = playbook(inventories[size], deploy, SERIAL[serial],
+                    rc, wall, cpu, recap = playbook(inventories[size], deploy, SERIAL[serial] + SMOKE[smoke],
                                                     os.path.join(work, "reports"), log)
                     changed = sum(host["changed"] for host in recap.values())
                     if rc != 0 or sorted(recap) != sorted(fleets[size]) or changed:
-                        fail("the rerun on the fleet of %d (%s) was no no-op: rc %d, changed %d, hosts %s; see %s"
-                             % (size, serial, rc, changed, sorted(recap), log))
+                        fail("the rerun on the fleet of %d (%s, %s) was no no-op: rc %d, changed %d, hosts %s; see %s"
+                             % (size, serial, smoke, rc, changed, sorted(recap), log))
                     tasks = statistics.mean(host["ok"] + host["skipped"] for host in recap.values())
-                    results[(size, serial)].append((wall, cpu, tasks))
-                    print("round %d, fleet of %d, serial %s: %.1f s wall, %.1f s controller CPU, %.0f tasks per host"
-                          % (round_index + 1, size, serial, wall, cpu, tasks), flush=True)
+                    results[(size, setting)].append((wall, cpu, tasks))
+                    print("round %d, fleet of %d, serial %s, smoke %s: %.1f s wall, %.1f s controller CPU, %.0f tasks "
+                          "per host" % (round_index + 1, size, serial, smoke, wall, cpu, tasks), flush=True)
     finally:
         if not args.keep:
             remove_hosts(every)
 
-    print("\n| hosts | batches | wall s | wall s per host | controller CPU s per host | tasks per host | changed |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    per_host = {}
-    for serial in serials:
+    print("\n| hosts | batches | smoke test | wall s | wall s per host | controller CPU s | controller CPU s per host "
+          "| tasks per host | changed |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    per_host, whole = {}, {}
+    for serial, smoke in settings:
         for size in sizes:
-            runs = results[(size, serial)]
+            runs = results[(size, (serial, smoke))]
             wall = statistics.median(run[0] for run in runs)
             cpu = statistics.median(run[1] for run in runs)
             tasks = statistics.median(run[2] for run in runs)
-            per_host[(size, serial)] = (wall / size, cpu / size)
-            print("| %d | %s | %.1f | %.1f | %.1f | %.0f | 0 |" % (size, serial, wall, wall / size, cpu / size, tasks))
+            per_host[(size, serial, smoke)] = (wall / size, cpu / size)
+            whole[(size, serial, smoke)] = (wall, cpu)
+            print("| %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | 0 |" % (
+                size, serial, smoke, wall, wall / size, cpu, cpu / size, tasks))
+    print()
     if len(sizes) > 1:
         small, large = sizes[0], sizes[-1]
-        print()
+        for serial, smoke in settings:
+            wall_ratio = per_host[(large, serial, smoke)][0] / per_host[(small, serial, smoke)][0]
+            cpu_ratio = per_host[(large, serial, smoke)][1] / per_host[(small, serial, smoke)][1]
+            print("batches %s, smoke %s: per host, %d hosts cost %.2fx the wall time and %.2fx the controller CPU of "
+                  "%d hosts" % (serial, smoke, large, wall_ratio, cpu_ratio, small))
+    if len(smokes) > 1:
         for serial in serials:
-            wall_ratio = per_host[(large, serial)][0] / per_host[(small, serial)][0]
-            cpu_ratio = per_host[(large, serial)][1] / per_host[(small, serial)][1]
-            print("batches %s: per host, %d hosts cost %.2fx the wall time and %.2fx the controller CPU of %d hosts"
-                  % (serial, large, wall_ratio, cpu_ratio, small))
+            for size in sizes:
+                reused, measured = whole[(size, serial, "reuse")], whole[(size, serial, "measure")]
+                print("fleet of %d, batches %s: reusing the kept measurement costs %.2fx the wall time and %.2fx the "
+                      "controller CPU of measuring again" % (size, serial, reused[0] / measured[0],
+                                                             reused[1] / measured[1]))
     return 0
 
 
