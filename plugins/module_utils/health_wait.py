@@ -59,6 +59,19 @@ def parse_unit_props(text):
     }
 
 
+def server_identity(unit_props):
+    """Which server process runs: "<ExecMainStartTimestamp>, PID <MainPID>", or "" where it never started.
+
+    Two reads name the same process only where both are equal: a restart changes the start time, and a PID reused
+    after one has a later start. The smoke test keeps this with a measurement, and takes the measurement again
+    instead of measuring only where the server now running has the same identity.
+    """
+    started = str((unit_props or {}).get("ExecMainStartTimestamp") or "").strip()
+    if not started:
+        return ""
+    return "%s, PID %s" % (started, _count((unit_props or {}).get("MainPID")))
+
+
 def _state(state, sub):
     return "%s (%s)" % (state or "unknown", sub or "unknown")
 
@@ -142,6 +155,7 @@ def wait(read_health, read_unit, timeout, delay, unit="the unit", url="/health",
                                          answer=answer)
         if verdict != WAIT:
             return {"verdict": verdict, "reason": reason, "status": status, "answer": answer,
-                    "waited": round(elapsed, 1), "unit_props": props, "restarts_at_start": restarts_at_start}
+                    "waited": round(elapsed, 1), "unit_props": props, "restarts_at_start": restarts_at_start,
+                    "server": server_identity(props)}
         # The last sleep ends at the deadline, so the timeout's poll comes at the timeout, not a delay after it.
         sleep(max(0.0, min(delay, timeout - elapsed)))

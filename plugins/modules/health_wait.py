@@ -121,6 +121,12 @@ restarts_at_start:
   returned: always
   type: int
   sample: 0
+server:
+  description: Which server process runs at the last poll, its unit's start and main PID
+    (C(ExecMainStartTimestamp, PID MainPID)); empty where the unit's process never started.
+  returned: always
+  type: str
+  sample: Fri 2026-12-04 20:00:00 UTC, PID 4242
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -21,6 +21,7 @@ from ansible_collections.sm120.sglang.plugins.module_utils.health_wait import (
     health_verdict,
     parse_unit_props,
     probe_health,
+    server_identity,
     show_argv,
     wait,
 )
@@ -164,6 +165,27 @@ def test_the_wait_polls_every_delay_until_200():
     assert result["verdict"] == HEALTHY and result["status"] == 200 and result["answer"] == "200"
     assert clock.sleeps == [10, 10] and result["waited"] == 21.5
     assert result["restarts_at_start"] == 0 and result["unit_props"] == LOADING
+    # LOADING has no start time: the process is not named.
+    assert result["server"] == ""
+
+
+def test_the_wait_names_the_server_process_that_answered():
+    clock = _Clock()
+    started = _props(ActiveState="active", SubState="running", ExecMainStartTimestamp="Fri 2026-12-04 20:00:00 UTC")
+    read_health, read_unit = _reads(clock, [(200, "200")], [started] * 2)
+    result = wait(read_health, read_unit, timeout=60, delay=10, unit=UNIT, url=URL, clock=clock, sleep=clock.sleep)
+    assert result["server"] == "Fri 2026-12-04 20:00:00 UTC, PID 4242"
+
+
+def test_a_server_is_named_by_its_start_and_pid_and_not_at_all_before_it_started():
+    assert server_identity({"ExecMainStartTimestamp": "Fri 2026-12-04 21:29:22 UTC", "MainPID": 820}) == (
+        "Fri 2026-12-04 21:29:22 UTC, PID 820")
+    # A restart with the same PID is another process: the start time differs.
+    assert server_identity({"ExecMainStartTimestamp": "Fri 2026-12-04 21:40:01 UTC", "MainPID": 820}) == (
+        "Fri 2026-12-04 21:40:01 UTC, PID 820")
+    assert server_identity({"ExecMainStartTimestamp": "", "MainPID": 0}) == ""
+    assert server_identity({"ExecMainStartTimestamp": "  ", "MainPID": 77}) == ""
+    assert server_identity({}) == "" and server_identity(None) == ""
 
 
 def test_the_wait_stops_at_the_first_poll_that_sees_a_restart_not_at_the_timeout():
