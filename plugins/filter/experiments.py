@@ -54,6 +54,7 @@ class FilterModule:
     def filters(self):
         return {
             "experiment_step": _wrap(experiment_step),
+            "experiment_config_key": _wrap(ex.config_key),
             "experiment_measurement": _wrap(experiment_measurement),
             "experiment_memory_key": _wrap(ex.memory_key),
             "experiment_remember": _wrap(experiment_remember),

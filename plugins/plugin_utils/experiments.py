@@ -524,16 +524,25 @@ def decision_order(experiments, deployed):
     return list(reversed(experiments))
 
 
+def _tags(name, tags):
+    if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple)):
+        raise ExperimentError("%s must be a list of tags, got %r" % (name, tags))
+    return {str(tag) for tag in tags}
+
+
+def smoke_named(run_tags):
+    """Whether the smoke phase was asked for by name (C(--tags smoke): ansible_run_tags holds smoke)."""
+    return "smoke" in _tags("ansible_run_tags", run_tags)
+
+
 def smoke_decides(run_tags, skip_tags, experiments_on):
     """Whether this run's smoke test decides experiments: they are on (smoke_test_experiments) and the smoke phase
     runs (ansible_run_tags holds all, tagged or smoke; ansible_skip_tags does not hold smoke). Not in check mode's
     sense: a check shows what the run would do, so it holds back what the run would."""
     if not isinstance(experiments_on, bool):
         raise ExperimentError("smoke_test_experiments must be true or false, got %r" % (experiments_on,))
-    for name, tags in (("ansible_run_tags", run_tags), ("ansible_skip_tags", skip_tags)):
-        if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple)):
-            raise ExperimentError("%s must be a list of tags, got %r" % (name, tags))
-    return experiments_on and bool({"all", "tagged", "smoke"} & set(run_tags)) and "smoke" not in skip_tags
+    runs = smoke_named(run_tags) or bool({"all", "tagged"} & _tags("ansible_run_tags", run_tags))
+    return experiments_on and runs and "smoke" not in _tags("ansible_skip_tags", skip_tags)
 
 
 def held_at_start(wanted, live_before, decided):

@@ -20,12 +20,13 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as
 
 
 def _no(reason):
-    return {"reuse": False, "reason": reason, "run_id": "", "measurement": None}
+    return {"reuse": False, "reason": reason, "run_id": "", "measurement": None, "configs": {}, "reused": None}
 
 
 def reuse_decision(stored, experiments, deployed, settings, memory=None, key="", retry=None, server_started="",
                    reuse_on=True, run_tags=None):
-    """{reuse, reason, run_id, measurement}: the host's last kept measurement stands for this run, or why not.
+    """{reuse, reason, run_id, measurement, configs, reused}: the host's last kept measurement stands for this run,
+    or why not.
 
     ``stored``: the host's baseline file ({} where none), written by an earlier run of the same configuration key
     (release, model, profile, endpoint, loads) with the identity of the server it measured (``server_started``);
@@ -35,12 +36,13 @@ def reuse_decision(stored, experiments, deployed, settings, memory=None, key="",
     ``server_started``: the identity of the running server (the service role's ``sglang_service_started``: its
     unit's start time and main PID), "" where unknown; ``reuse_on``: ``smoke_test_reuse``; ``run_tags``:
     ``ansible_run_tags`` (C(smoke) among them asks for a measurement). ``measurement`` is the stored one, labelled
-    with the run that measured it.
+    with the run that measured it; ``configs`` the smoke test's measurements by configuration key with it ({} where
+    it measures); ``reused`` what the report says of it (the run that measured it, and why it stands), None where
+    it measures.
     """
-    tags = [str(tag) for tag in (run_tags or [])]
     if not reuse_on:
         return _no("smoke_test_reuse is false")
-    if "smoke" in tags:
+    if ex.smoke_named(run_tags or []):
         return _no("the smoke phase was asked for by name (--tags smoke)")
     if not isinstance(stored, Mapping) or not isinstance(stored.get("loads"), Mapping) or not stored.get("loads"):
         return _no("no measurement of this configuration is kept for this host")
@@ -69,6 +71,6 @@ def reuse_decision(stored, experiments, deployed, settings, memory=None, key="",
     run_id = str(stored.get("run_id") or "")
     measurement = dict(stored)
     measurement["label"] = "as measured in run %s" % (run_id or "?")
-    return {"reuse": True, "run_id": run_id, "measurement": measurement,
-            "reason": "the server runs what run %s measured, unchanged since it started (%s)" % (
-                run_id or "?", server_started)}
+    reason = "the server runs what run %s measured, unchanged since it started (%s)" % (run_id or "?", server_started)
+    return {"reuse": True, "run_id": run_id, "measurement": measurement, "reason": reason,
+            "configs": {ex.config_key(deployed): measurement}, "reused": {"run_id": run_id, "reason": reason}}

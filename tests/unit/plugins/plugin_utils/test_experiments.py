@@ -392,6 +392,7 @@ def test_the_smoke_test_decides_where_its_phase_runs_with_experiments_on(run_tag
 @pytest.mark.parametrize("args, message", [
     ((["all"], [], "yes"), "smoke_test_experiments must be true or false"),
     (("all", [], True), "ansible_run_tags must be a list of tags"),
+    ((["all"], "smoke", True), "ansible_skip_tags must be a list of tags"),
 ])
 def test_what_decides_the_hold_is_checked(args, message):
     with pytest.raises(ex.ExperimentError, match=message):
@@ -734,3 +735,16 @@ def test_a_bad_warm_up_setting_is_named(num_warmup, runs, named):
 def test_a_load_without_requests_is_refused():
     with pytest.raises(ex.ExperimentError, match="a load needs num_requests"):
         ex.warmup_requests({"concurrency": 4}, 0, 4, 1)
+
+
+@pytest.mark.parametrize("run_tags, named", [
+    (["smoke"], True), (["service", "smoke"], True), (["all"], False), (["tagged"], False), ([], False),
+])
+def test_the_smoke_phase_is_named_only_where_smoke_is_among_the_run_tags(run_tags, named):
+    assert ex.smoke_named(run_tags) is named
+
+
+def test_a_configuration_key_is_its_experiments_sorted_once_each():
+    assert ex.config_key(["nccl_min_nchannels_8", "flashinfer_allreduce_fusion", "nccl_min_nchannels_8"]) == (
+        "flashinfer_allreduce_fusion+nccl_min_nchannels_8")
+    assert ex.config_key([]) == ""

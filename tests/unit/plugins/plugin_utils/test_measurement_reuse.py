@@ -42,6 +42,11 @@ def test_the_same_server_of_the_same_configuration_with_every_verdict_kept_is_no
     # The stored figures, labelled with the run that measured them.
     assert decision["measurement"]["loads"]["high"] == [{"output_tokens_per_s": 800.0}] * 3
     assert decision["measurement"]["label"] == "as measured in run 20261204T200500Z"
+    # The smoke test's measurements by configuration key, and the report's record of the reuse.
+    assert list(decision["configs"]) == [NCCL] and decision["configs"][NCCL] is decision["measurement"]
+    assert decision["reused"] == {"run_id": "20261204T200500Z",
+                                  "reason": "the server runs what run 20261204T200500Z measured, unchanged since it "
+                                            "started (Fri 2026-12-04 20:00:00 UTC, PID 4242)"}
 
 
 def test_a_host_without_experiments_reuses_too():
@@ -52,7 +57,7 @@ def test_a_host_without_experiments_reuses_too():
 
 def test_another_server_process_is_measured_again():
     restarted = decide(stored(), server="Fri 2026-12-04 21:00:00 UTC, PID 5151")
-    assert restarted == {"reuse": False, "run_id": "", "measurement": None,
+    assert restarted == {"reuse": False, "run_id": "", "measurement": None, "configs": {}, "reused": None,
                          "reason": "the server now running (Fri 2026-12-04 21:00:00 UTC, PID 5151) is not the one "
                                    "measured (Fri 2026-12-04 20:00:00 UTC, PID 4242)"}
     # A baseline kept before the process was recorded, and a server whose start is unknown.
@@ -68,6 +73,9 @@ def test_asked_for_a_measurement_it_measures():
     assert decide(stored(), run_tags=("service", "smoke"))["reuse"] is False
     # Other tags, e.g. the service phase alone, do not ask for it.
     assert decide(stored(), run_tags=("service",))["reuse"] is True
+    with pytest.raises(ExperimentError, match="ansible_run_tags must be a list of tags, got 'smoke'"):
+        mr.reuse_decision(stored(), [NCCL], [NCCL], SETTINGS, remembered(**{NCCL: "kept"}), KEY, [], SERVER, True,
+                          "smoke")
 
 
 def test_no_kept_measurement_or_another_configuration_is_measured():
