@@ -182,14 +182,13 @@ def main():
     print("\n| hosts | batches | smoke test | wall s | wall s per host | controller CPU s | controller CPU s per host "
           "| tasks per host | changed |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    per_host, whole = {}, {}
+    whole = {}
     for serial, smoke in settings:
         for size in sizes:
             runs = results[(size, (serial, smoke))]
             wall = statistics.median(run[0] for run in runs)
             cpu = statistics.median(run[1] for run in runs)
             tasks = statistics.median(run[2] for run in runs)
-            per_host[(size, serial, smoke)] = (wall / size, cpu / size)
             whole[(size, serial, smoke)] = (wall, cpu)
             print("| %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | 0 |" % (
                 size, serial, smoke, wall, wall / size, cpu, cpu / size, tasks))
@@ -197,8 +196,9 @@ def main():
     if len(sizes) > 1:
         small, large = sizes[0], sizes[-1]
         for serial, smoke in settings:
-            wall_ratio = per_host[(large, serial, smoke)][0] / per_host[(small, serial, smoke)][0]
-            cpu_ratio = per_host[(large, serial, smoke)][1] / per_host[(small, serial, smoke)][1]
+            (large_wall, large_cpu), (small_wall, small_cpu) = whole[(large, serial, smoke)], whole[(small, serial, smoke)]
+            wall_ratio = (large_wall / large) / (small_wall / small)
+            cpu_ratio = (large_cpu / large) / (small_cpu / small)
             print("batches %s, smoke %s: per host, %d hosts cost %.2fx the wall time and %.2fx the controller CPU of "
                   "%d hosts" % (serial, smoke, large, wall_ratio, cpu_ratio, small))
     if len(smokes) > 1:
