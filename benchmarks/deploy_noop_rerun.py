@@ -23,6 +23,10 @@ The smoke test (--smoke): "reuse" is the deploy's own, where a host whose server
 kept measurement (smoke_test_reuse, plugins/plugin_utils/measurement_reuse.py); "measure" measures it again, as every
 rerun did before (-e smoke_test_reuse=false). With both, the ratio of their costs is printed per fleet.
 
+Unchanged phases (--phases): "skip" is the deploy's own, where a phase whose inputs, files and units are as its last
+run left them is skipped (sm120_skip_unchanged, module sm120.sglang.phase_stamp); "run" runs every phase, as every
+rerun did before (-e sm120_skip_unchanged=false). With both, the ratio of their costs is printed per fleet.
+
     bash scripts/setup.sh && .venv/bin/python benchmarks/deploy_noop_rerun.py
 
 Takes 15 to 25 minutes on 2 cores: the first deploy of 8 hosts, then the reruns. The containers are
@@ -51,6 +55,7 @@ RECAP = re.compile(r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\
                    r"\s+ignored=(?P<ignored>\d+)", re.MULTILINE)
 SERIAL = {"default": [], "100%": ["-e", "sm120_rollout_serial=100%"]}
 SMOKE = {"reuse": [], "measure": ["-e", "smoke_test_reuse=false"]}
+PHASES = {"skip": [], "run": ["-e", "sm120_skip_unchanged=false"]}
 
 
 def fail(message):
@@ -126,18 +131,20 @@ def main():
     parser.add_argument("--serial", default="default,100%", help="batch settings: default, 100%% (both)")
     parser.add_argument("--rounds", type=int, default=2, help="reruns per fleet and setting, alternating (2)")
     parser.add_argument("--smoke", default="reuse", help="the smoke test: reuse, measure (reuse)")
+    parser.add_argument("--phases", default="skip", help="unchanged phases: skip, run (skip)")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
     try:
         sizes = sorted({int(size) for size in args.hosts.split(",")})
     except ValueError:
         fail("--hosts takes fleet sizes such as 2,6, got %r" % args.hosts)
-    serials = [name.strip() for name in args.serial.split(",")]
-    smokes = [name.strip() for name in args.smoke.split(",")]
-    unknown = [name for name in serials if name not in SERIAL] + [name for name in smokes if name not in SMOKE]
+    chosen = {name: [value.strip() for value in getattr(args, name).split(",")] for name in ("serial", "smoke", "phases")}
+    unknown = [value for name, table in (("serial", SERIAL), ("smoke", SMOKE), ("phases", PHASES))
+               for value in chosen[name] if value not in table]
     if unknown or not sizes or sizes[0] < 1 or args.rounds < 1:
-        fail("--serial takes default and 100%%, --smoke reuse and measure, --hosts sizes of 1 or more, --rounds 1 or "
-             "more; got %r %r %r %r" % (args.serial, args.smoke, args.hosts, args.rounds))
+        fail("--serial takes default and 100%%, --smoke reuse and measure, --phases skip and run, --hosts sizes of 1 or "
+             "more, --rounds 1 or more; got %r %r %r %r %r" % (args.serial, args.smoke, args.phases, args.hosts,
+                                                               args.rounds))
     if not shutil.which("ansible-playbook"):
         fail("no ansible-playbook: run bash scripts/setup.sh and use .venv/bin/python")
 
@@ -148,6 +155,10 @@ def main():
     deploy = os.path.join(ROOT, "playbooks", "deploy.yml")
     prepare = os.path.join(ROOT, "molecule", "resources", "playbooks", "prepare_gpu_host.yml")
     print("work directory %s (the ansible output: %s)" % (work, log), flush=True)
+    # Each setting: (batches, smoke test, unchanged phases).
+    settings = [(serial, smoke, phases) for serial in chosen["serial"] for smoke in chosen["smoke"]
+                for phases in chosen["phases"]]
+    results = {(size, setting): [] for size in sizes for setting in settings}
     try:
         start_hosts(every)
         inventories = {size: write_inventory(os.path.join(work, "fleet-%d" % size), names)
@@ -158,56 +169,64 @@ def main():
                 if rc != 0:
                     fail("%s on the fleet of %d failed (rc %d): see %s" % (os.path.basename(path), size, rc, log))
                 print("fleet of %d: %s in %.0f s" % (size, os.path.basename(path), wall), flush=True)
-        settings = [(serial, smoke) for serial in serials for smoke in smokes]
-        results = {(size, setting): [] for size in sizes for setting in settings}
         for round_index in range(args.rounds):
             for setting in settings:
-                serial, smoke = setting
+                serial, smoke, phases = setting
                 order = sizes if round_index % 2 == 0 else list(reversed(sizes))
                 for size in order:
-                    rc, wall, cpu, recap = playbook(inventories[size], deploy, SERIAL[serial] + SMOKE[smoke],
+                    rc, wall, cpu, recap = playbook(inventories[size], deploy,
+                                                    SERIAL[serial] + SMOKE[smoke] + PHASES[phases],
                                                     os.path.join(work, "reports"), log)
                     changed = sum(host["changed"] for host in recap.values())
                     if rc != 0 or sorted(recap) != sorted(fleets[size]) or changed:
-                        fail("the rerun on the fleet of %d (%s, %s) was no no-op: rc %d, changed %d, hosts %s; see %s"
-                             % (size, serial, smoke, rc, changed, sorted(recap), log))
+                        fail("the rerun on the fleet of %d (%s, %s, %s) was no no-op: rc %d, changed %d, hosts %s; see "
+                             "%s" % (size, serial, smoke, phases, rc, changed, sorted(recap), log))
                     tasks = statistics.mean(host["ok"] + host["skipped"] for host in recap.values())
                     results[(size, setting)].append((wall, cpu, tasks))
-                    print("round %d, fleet of %d, serial %s, smoke %s: %.1f s wall, %.1f s controller CPU, %.0f tasks "
-                          "per host" % (round_index + 1, size, serial, smoke, wall, cpu, tasks), flush=True)
+                    print("round %d, fleet of %d, serial %s, smoke %s, phases %s: %.1f s wall, %.1f s controller CPU, "
+                          "%.0f tasks per host" % (round_index + 1, size, serial, smoke, phases, wall, cpu, tasks),
+                          flush=True)
     finally:
         if not args.keep:
             remove_hosts(every)
 
-    print("\n| hosts | batches | smoke test | wall s | wall s per host | controller CPU s | controller CPU s per host "
-          "| tasks per host | changed |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n| hosts | batches | smoke test | unchanged phases | wall s | wall s per host | controller CPU s "
+          "| controller CPU s per host | tasks per host | changed |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     whole = {}
-    for serial, smoke in settings:
+    for setting in settings:
         for size in sizes:
-            runs = results[(size, (serial, smoke))]
+            runs = results[(size, setting)]
             wall = statistics.median(run[0] for run in runs)
             cpu = statistics.median(run[1] for run in runs)
             tasks = statistics.median(run[2] for run in runs)
-            whole[(size, serial, smoke)] = (wall, cpu)
-            print("| %d | %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | 0 |" % (
-                size, serial, smoke, wall, wall / size, cpu, cpu / size, tasks))
+            whole[(size,) + setting] = (wall, cpu)
+            print("| %d | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | 0 |" % (
+                (size,) + setting + (wall, wall / size, cpu, cpu / size, tasks)))
     print()
     if len(sizes) > 1:
         small, large = sizes[0], sizes[-1]
-        for serial, smoke in settings:
-            (large_wall, large_cpu), (small_wall, small_cpu) = whole[(large, serial, smoke)], whole[(small, serial, smoke)]
-            wall_ratio = (large_wall / large) / (small_wall / small)
-            cpu_ratio = (large_cpu / large) / (small_cpu / small)
-            print("batches %s, smoke %s: per host, %d hosts cost %.2fx the wall time and %.2fx the controller CPU of "
-                  "%d hosts" % (serial, smoke, large, wall_ratio, cpu_ratio, small))
-    if len(smokes) > 1:
-        for serial in serials:
+        for setting in settings:
+            (large_wall, large_cpu), (small_wall, small_cpu) = whole[(large,) + setting], whole[(small,) + setting]
+            print("batches %s, smoke %s, phases %s: per host, %d hosts cost %.2fx the wall time and %.2fx the "
+                  "controller CPU of %d hosts" % (setting + (large, (large_wall / large) / (small_wall / small),
+                                                             (large_cpu / large) / (small_cpu / small), small)))
+    # One choice against the other, the rest the same: (name, index in a setting, this, against, what it is).
+    for name, index, this, other, words in (
+            ("smoke", 1, "reuse", "measure", "reusing the kept measurement costs %.2fx the wall time and %.2fx the "
+                                             "controller CPU of measuring again"),
+            ("phases", 2, "skip", "run", "skipping unchanged phases costs %.2fx the wall time and %.2fx the controller "
+                                         "CPU of running them")):
+        if this not in chosen[name] or other not in chosen[name]:
+            continue
+        for setting in settings:
+            if setting[index] != this:
+                continue
+            against = setting[:index] + (other,) + setting[index + 1:]
             for size in sizes:
-                reused, measured = whole[(size, serial, "reuse")], whole[(size, serial, "measure")]
-                print("fleet of %d, batches %s: reusing the kept measurement costs %.2fx the wall time and %.2fx the "
-                      "controller CPU of measuring again" % (size, serial, reused[0] / measured[0],
-                                                             reused[1] / measured[1]))
+                mine, theirs = whole[(size,) + setting], whole[(size,) + against]
+                print("fleet of %d, %s: %s" % (size, ", ".join(part for i, part in enumerate(setting) if i != index),
+                                               words % (mine[0] / theirs[0], mine[1] / theirs[1])))
     return 0
 
 

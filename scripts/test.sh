@@ -65,7 +65,7 @@ collection() {
   ansible-galaxy collection install --force -p "$work/installed" "$work"/sm120-sglang-*.tar.gz >/dev/null 2>&1 &&
   (cd "$work" && : > "$work/ansible.cfg" && ANSIBLE_CONFIG="$work/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$work/installed" bash -c '
       set -e
-      for module in source_patch gpu_facts serving_benchmark sglang_facts model_files deploy_lock health_wait; do
+      for module in source_patch gpu_facts serving_benchmark sglang_facts model_files deploy_lock health_wait phase_stamp; do
         ansible-doc -t module "sm120.sglang.$module" | grep -q "^> MODULE sm120.sglang.$module"
       done
       ansible-doc -t filter sm120.sglang.gate_plan >/dev/null

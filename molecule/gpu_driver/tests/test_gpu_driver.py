@@ -1,5 +1,7 @@
 """After converge, in container mode: what the gpu_driver role wrote and enabled is really there."""
 
+import json
+
 testinfra_hosts = ["ansible://gpu_hosts"]
 
 NVIDIA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
@@ -110,6 +112,23 @@ def test_nvidia_persistenced_is_enabled_and_honestly_not_running(host):
         "systemctl show -p ConditionResult -p FragmentPath nvidia-persistenced.service").splitlines())
     assert shown["FragmentPath"] == "/etc/systemd/system/nvidia-persistenced.service"
     assert "ConditionPathExists=/usr/bin/nvidia-persistenced" in host.file(shown["FragmentPath"]).content_string
+
+
+def test_the_phase_stamp_holds_what_the_driver_phase_wrote_as_it_is_on_the_host(host):
+    # Recorded once the role ran through; the idempotence run compared against it and skipped the configuration.
+    stamp = json.loads(host.file("/var/lib/sm120-sglang/phases/driver.json").content_string)
+    grub = "/etc/default/grub.d/90-sm120-gpu-driver.cfg"
+    owned = ["/etc/apt/keyrings/nvidia-cuda.asc", "/etc/apt/preferences.d/nvidia-driver-branch.pref",
+             "/etc/apt/sources.list.d/nvidia-cuda.sources", grub, "/etc/modprobe.d/blacklist-nouveau.conf",
+             "/etc/systemd/system/nvidia-persistenced.service"]
+    assert sorted(stamp["files"]) == sorted(owned)
+    for path in owned:
+        if expected(host)[2] is None and path == grub:
+            assert stamp["files"][path] == "absent" and not host.file(path).exists
+        else:
+            assert stamp["files"][path] == host.file(path).sha256sum
+    assert stamp["units"] == {"nvidia-persistenced.service": "enabled/inactive"}
+    assert stamp["phase"] == "driver" and len(stamp["inputs"]) == 64
 
 
 def test_the_driver_packages_were_not_installed(host):
