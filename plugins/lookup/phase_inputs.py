@@ -10,8 +10,8 @@ version_added: "0.9.0"
 description:
   - For the role named, the sha256 of every option of its entry point (read from the role's
     C(meta/argument_specs.yml), with this host's values) but its skip switch (C(ROLE_skip_unchanged), no input of
-    what the phase does), of the role's files and of the collection's C(plugins/) and C(data/). What M(sm120.sglang.phase_stamp) records, so that a later run skips the phase only where none of
-    them changed.
+    what the phase does), of the role's files and of the collection's C(plugins/) and C(data/).
+  - What M(sm120.sglang.phase_stamp) records, so that a later run skips the phase only where none of them changed.
 options:
   _terms:
     description: The role's name within the collection (e.g. V(gpu_driver)); one.
