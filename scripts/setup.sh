@@ -3,7 +3,15 @@
 # Debian/Ubuntu machine, and nothing twice: Debian packages, the docker engine,
 # the controller venv (pinned), the systemd base images for the container hosts,
 # and the link that lets Ansible find this checkout as sm120.sglang.
+# With --tests (scripts/test.sh), also the real SGLang wheels the unit tests read (.cache/wheels), so that the tests
+# themselves need no network.
 set -euo pipefail
+tests=false
+case "${1:-}" in
+  --tests) tests=true ;;
+  "") ;;
+  *) echo "setup.sh takes --tests (also fetch what the unit tests read) or nothing; got $1" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 VENV=${SM120_VENV:-$ROOT/.venv}
@@ -59,8 +67,17 @@ image() {
   fi
 }
 
+# The unit tests' wheels (tests/unit/sglang_wheels.py, PyPI) once the venv is there: its Python reads the release data.
+wheels() {
+  "$VENV/bin/python" tests/unit/sglang_wheels.py | sed 's/^/[setup] /'
+}
+
 declare -A jobs=()
-venv >/tmp/setup-venv.log 2>&1 & jobs[venv]=$!
+if $tests; then
+  { venv && wheels; } >/tmp/setup-venv.log 2>&1 & jobs[venv]=$!
+else
+  venv >/tmp/setup-venv.log 2>&1 & jobs[venv]=$!
+fi
 for suite in bookworm trixie; do
   image "$suite" >"/tmp/setup-image-$suite.log" 2>&1 & jobs[image-$suite]=$!
 done

@@ -9,7 +9,7 @@
 # SM120_TEST_STAGES="unit molecule" runs only those stages.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-bash scripts/setup.sh || exit 1
+bash scripts/setup.sh --tests || exit 1
 # shellcheck disable=SC1091
 source .venv/bin/activate
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
@@ -50,8 +50,18 @@ sanity() {
       --requirements --color no)
 }
 
-# The wheels the tests read are fetched first; the tests themselves then run without the network.
-unit() { python tests/unit/sglang_wheels.py && SM120_TESTS_OFFLINE=1 python -m pytest -q tests/unit; }
+# Offline: scripts/setup.sh --tests fetched the wheels the tests read, and a missing one fails naming the command.
+# Where this user may make a network namespace (root), the tests run in one without a network, so that a test that
+# reached for it would fail here.
+unit() {
+  local offline=()
+  # A new network namespace has its loopback down: the tests' own servers listen on 127.0.0.1.
+  # shellcheck disable=SC2016
+  if command -v ip >/dev/null && unshare --net ip link set lo up 2>/dev/null; then
+    offline=(unshare --net sh -c 'ip link set lo up && exec "$@"' sh)
+  fi
+  SM120_TESTS_OFFLINE=1 "${offline[@]}" python -m pytest -q tests/unit
+}
 
 # The SGLang releases on the package index that data/sglang_releases.yml does not
 # describe: a skipped one fails, a new one is drafted with a warning.

@@ -3,8 +3,8 @@
 """Real SGLang wheels for tests: `pip download --no-deps` from PyPI into .cache/wheels, once each.
 
 The tests themselves need no network once the wheels are there: run this file to fetch every release the data
-describes (scripts/test.sh does, before the unit stage), and set SM120_TESTS_OFFLINE=1 to have a missing wheel
-fail the test that asks for it, naming the command, instead of downloading it.
+describes (`bash scripts/setup.sh --tests` does, which scripts/test.sh runs first), and set SM120_TESTS_OFFLINE=1
+to have a missing wheel fail the test that asks for it, naming the command, instead of downloading it.
 
     python tests/unit/sglang_wheels.py          # fetch what is missing; prints what it fetched
 """
