@@ -59,6 +59,7 @@ unit() {
   # shellcheck disable=SC2016
   if command -v ip >/dev/null && unshare --net ip link set lo up 2>/dev/null; then
     offline=(unshare --net sh -c 'ip link set lo up && exec "$@"' sh)
+    echo "unit: in a network namespace of its own, with only the loopback"
   fi
   SM120_TESTS_OFFLINE=1 "${offline[@]}" python -m pytest -q tests/unit
 }
