@@ -114,7 +114,6 @@ stamp:
   type: dict
 """
 
-import hashlib
 import os
 import tempfile
 
@@ -128,16 +127,6 @@ from ansible_collections.sm120.sglang.plugins.module_utils.phase_stamp import (
     forced_by,
     render,
 )
-
-
-def _sha256(path):
-    if not os.path.isfile(path):
-        return None
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 16), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _read(path):
@@ -177,7 +166,9 @@ def main():
             active = module.run_command([systemctl, "is-active", unit])[1].strip()
             units[unit] = (enabled, active)
     try:
-        host = fingerprint({path: _sha256(path) for path in params["files"]}, units)
+        # A path that is no regular file (absent, or a directory) is recorded as absent.
+        host = fingerprint({path: module.sha256(path) if os.path.isfile(path) else None for path in params["files"]},
+                           units)
         now = document(params["phase"], params["inputs"], host)
         recorded_text = _read(params["path"])
         if params["state"] == "compared":
