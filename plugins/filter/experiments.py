@@ -65,6 +65,7 @@ class FilterModule:
             "experiment_final_rows": _wrap(ex.final_rows),
             "experiment_reported": _wrap(ex.report_entries),
             "experiment_warmup_requests": _wrap(ex.warmup_requests),
+            "smoke_cap_misses": _wrap(ex.cap_misses),
             "experiment_rounds": _wrap(ex.experiment_rounds),
             "experiments_among": _wrap(experiment_data.experiments_among),
             "experiments_held": _wrap(ex.held_at_start),

@@ -340,6 +340,25 @@ def describe_cap(cap):
         cap["load"], cap["concurrency"], cap["max_running"])
 
 
+def cap_misses(measurement, settings):
+    """One message per load of ``measurement`` (the smoke test's result) that the server ran below its concurrency.
+
+    The experiments reject a candidate that brought a cap in (experiment_verdict); this is the same check held
+    against what runs as deployed, where a cap comes from the inventory itself: speculative decoding turned on in
+    sglang_service_extra_args with --max-running-requests left to SGLang (48), or a bound below the loads measured.
+    Such a load was not measured as asked (the rest queue), so the smoke test names it rather than report it. A
+    server that gives no bound (SGLang's /server_info says null where nothing set one) is not judged.
+    """
+    settings = settings_of(settings)
+    loads = _loads(measurement, settings, "the smoke test's result")
+    return ["The server ran fewer requests at once than the load asks: %s (max_running_requests of its /server_info), "
+            "so the rest queued and the load was not measured as asked. SGLang sets --max-running-requests to 48 by "
+            "itself with speculative decoding on unless it is given. Fix: give --max-running-requests %d "
+            "(sglang_service_extra_args), or measure loads of at most %d requests at once (smoke_test_loads)."
+            % (describe_cap(cap), cap["concurrency"], cap["max_running"])
+            for cap in capped_loads(measurement, settings["concurrency"], loads)]
+
+
 # ------------------------------------------------------------------ one experiment
 
 def _cause(measurement, loads):

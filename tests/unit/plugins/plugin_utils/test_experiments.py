@@ -667,6 +667,28 @@ def test_a_server_that_capped_the_requests_it_runs_below_a_load_is_caught_though
     assert ex.experiment_verdict("mtp", base, mtp, SETTINGS)["capped"] == []
 
 
+def test_a_deployed_server_capped_below_a_load_is_a_miss_that_names_the_fix():
+    # Speculative decoding from the inventory's extra args, --max-running-requests left to SGLang: 48 of 64.
+    deployed = capped(measurement([], 1000, 5000), 48)
+    misses = ex.cap_misses(deployed, {"loads": PROFILE})
+    assert misses == [
+        "The server ran fewer requests at once than the load asks: load high runs 64 requests at once, the server at "
+        "most 48 (max_running_requests of its /server_info), so the rest queued and the load was not measured as "
+        "asked. SGLang sets --max-running-requests to 48 by itself with speculative decoding on unless it is given. "
+        "Fix: give --max-running-requests 64 (sglang_service_extra_args), or measure loads of at most 48 requests at "
+        "once (smoke_test_loads)."]
+    # A bound at or above every load, or none given (SGLang's null without speculative decoding): nothing to name.
+    assert ex.cap_misses(capped(measurement([], 1000, 5000), 64), {"loads": PROFILE}) == []
+    assert ex.cap_misses(capped(measurement([], 1000, 5000), None), {"loads": PROFILE}) == []
+    assert ex.cap_misses(measurement([], 1000, 5000), {"loads": PROFILE}) == []
+    # Both loads below a bound of 2: both named, the lowest first.
+    both = ex.cap_misses(capped(measurement([], 1000, 5000), 2), {"loads": PROFILE})
+    assert [miss.split(": ")[1].split(" (")[0] for miss in both] == [
+        "load low runs 4 requests at once, the server at most 2", "load high runs 64 requests at once, the server at most 2"]
+    with pytest.raises(ex.ExperimentError, match="the smoke test's result is not a measurement of loads"):
+        ex.cap_misses({"config": []}, {"loads": PROFILE})
+
+
 def test_the_objective_comes_with_the_loads_of_the_profile():
     loads = {"high": {"concurrency": 64, "num_requests": 256, "input_tokens": 1024, "output_tokens": 256,
                       "slo": {"ttft_p99_ms": 3000, "itl_p99_ms": 80}},
