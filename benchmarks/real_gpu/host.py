@@ -436,7 +436,14 @@ def phase_speculative():
                             "sglang_service_health_timeout": 420},
                      report_dir=WORK / ("reports-" + name))
         except RuntimeError as exc:
-            failed.append(str(exc))
+            # Speculative decoding with --max-running-requests left to SGLang is capped at 48, below the loads of 64
+            # and 256: the smoke test fails such a start naming the cap (plugin_utils/experiments.py cap_misses), once
+            # it has measured and reported it. That failure is the start's finding, not the harness's.
+            capped = "--speculative-algorithm" in extra and "--max-running-requests" not in extra
+            if capped and "the server at most 48" in (RESULTS / (name + ".log")).read_text(errors="replace"):
+                log("  %s: the smoke test failed the start on SGLang's own cap of 48, as it should" % name)
+            else:
+                failed.append(str(exc))
             if keep_server_log():
                 shutil.copy(RESULTS / "server.log", RESULTS / (name + "-server.log"))
         info = server_info()
