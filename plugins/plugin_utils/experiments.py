@@ -352,9 +352,10 @@ def cap_misses(measurement, settings):
     settings = settings_of(settings)
     loads = _loads(measurement, settings, "the smoke test's result")
     return ["The server ran fewer requests at once than the load asks: %s (max_running_requests of its /server_info), "
-            "so the rest queued and the load was not measured as asked. SGLang sets --max-running-requests to 48 by "
-            "itself with speculative decoding on unless it is given. Fix: give --max-running-requests %d "
-            "(sglang_service_extra_args), or measure loads of at most %d requests at once (smoke_test_loads)."
+            "so the rest queued and the load was not measured as asked. The bound is the server's "
+            "--max-running-requests, or 48 where SGLang sets it by itself: with speculative decoding on and that flag "
+            "unset. Fix: give --max-running-requests %d (sglang_service_extra_args), or measure loads of at most %d "
+            "requests at once (smoke_test_loads)."
             % (describe_cap(cap), cap["concurrency"], cap["max_running"])
             for cap in capped_loads(measurement, settings["concurrency"], loads)]
 

@@ -62,7 +62,8 @@ def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_r
     ``verdicts``: the experiments' verdicts of this run ({experiment, decision, message}); ``upgrade``: the upgrade
     canary's verdict (its ``decision`` ``lost`` put the host back on the release before), None where the release did
     not change; ``power``: the power limit search's verdicts (their messages are reported, none rolls anything
-    back); ``misses``: the thresholds the result missed (messages); ``band``: the fleet band's verdict
+    back); ``misses``: the thresholds the result missed and the loads the server capped below their
+    concurrency (messages); ``band``: the fleet band's verdict
     ({status, message}), not judged on a host put back on the release before; ``on_rejection``:
     smoke_test_on_rejection. Messages come in that order. ``put_back_release``: the release the host goes back on
     (the upgrade canary's previous_release where it lost), "" otherwise.

@@ -674,9 +674,9 @@ def test_a_deployed_server_capped_below_a_load_is_a_miss_that_names_the_fix():
     assert misses == [
         "The server ran fewer requests at once than the load asks: load high runs 64 requests at once, the server at "
         "most 48 (max_running_requests of its /server_info), so the rest queued and the load was not measured as "
-        "asked. SGLang sets --max-running-requests to 48 by itself with speculative decoding on unless it is given. "
-        "Fix: give --max-running-requests 64 (sglang_service_extra_args), or measure loads of at most 48 requests at "
-        "once (smoke_test_loads)."]
+        "asked. The bound is the server's --max-running-requests, or 48 where SGLang sets it by itself: with "
+        "speculative decoding on and that flag unset. Fix: give --max-running-requests 64 (sglang_service_extra_args), "
+        "or measure loads of at most 48 requests at once (smoke_test_loads)."]
     # A bound at or above every load, or none given (SGLang's null without speculative decoding): nothing to name.
     assert ex.cap_misses(capped(measurement([], 1000, 5000), 64), {"loads": PROFILE}) == []
     assert ex.cap_misses(capped(measurement([], 1000, 5000), None), {"loads": PROFILE}) == []
