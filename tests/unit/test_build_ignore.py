@@ -58,7 +58,9 @@ def _imports_tooling(path, source=None):
 
 def test_galaxy_leaves_out_the_tooling_the_tests_and_the_script_that_import_it():
     ignored = yaml.safe_load((ROOT / "galaxy.yml").read_text())["build_ignore"]
-    for path in ["tooling", "tests", "scripts", ".real-gpu"]:
+    for path in ["tooling", "tests", "scripts", ".real-gpu", "molecule", "benchmarks", "docs/evidence",
+                 "changelogs/fragments", "inventories/local", "ansible.cfg", "requirements.txt", "pytest.ini",
+                 ".ansible-lint", ".gitignore"]:
         assert path in ignored
 
 
@@ -101,8 +103,13 @@ def test_the_built_collection_holds_no_tooling_and_nothing_it_ships_imports_what
     # Only what runs (issue 19, item 3): the tests, the scenarios and their stand-ins, the benchmarks, the scripts
     # and the raw evidence stay in the checkout; the guides ship.
     assert [name for name in members if name.startswith(("tests/", "molecule/", "benchmarks/", "scripts/",
-                                                         "docs/evidence/"))] == []
-    assert "docs/operations.md" in members and "roles/smoke_test/meta/argument_specs.yml" in members
+                                                         "docs/evidence/", "changelogs/fragments/",
+                                                         "inventories/local/"))] == []
+    assert [name for name in ("ansible.cfg", "requirements.txt", "pytest.ini", ".ansible-lint", ".gitignore")
+            if name in members] == []
+    for ships in ["docs/operations.md", "roles/smoke_test/meta/argument_specs.yml", "inventories/production/hosts.yml",
+                  "meta/ee-requirements.txt", "changelogs/changelog.yaml"]:
+        assert ships in members
     # Every module of the collection that a shipped file imports ships with it.
     missing = []
     for name, source in sources.items():
