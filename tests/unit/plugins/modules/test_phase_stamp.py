@@ -98,6 +98,15 @@ def test_a_file_edited_by_hand_or_a_unit_stopped_runs_the_phase(run_module, unit
         "phase driver runs: %s appeared since it last ran through" % phase["later"])
 
 
+def test_a_directory_where_an_owned_file_was_counts_as_the_file_gone(run_module, units, phase):
+    # Someone replaced the file with a directory: no hash to take, the phase runs and puts the file back.
+    _run(run_module, phase, state="recorded")
+    phase["owned"].unlink()
+    phase["owned"].mkdir()
+    assert _run(run_module, phase)["reason"] == (
+        "phase driver runs: %s was removed since it last ran through" % phase["owned"])
+
+
 def test_other_inputs_a_named_tag_or_skipping_off_run_the_phase(run_module, units, phase):
     _run(run_module, phase, state="recorded")
     assert _run(run_module, phase, inputs="d" * 64)["reason"] == (
