@@ -402,11 +402,14 @@ def experiment_verdict(name, baseline, candidate, settings):
                                           parity["matched"], parity["total"], parity["min_prefix"] * 100,
                                           parity["min_match"] * 100))
     elif capped:
+        # The bound is the option's own --max-running-requests (max_running_requests_64 at a load of 256 on the real
+        # H200, docs/evidence/real-sglang-h200.md, eleventh run) or SGLang's 48 with speculative decoding on.
         decision, reason = REJECTED, (
-            "the server capped the requests it runs at once below the load (%s, from its /server_info): SGLang sets "
-            "--max-running-requests to 48 by itself with speculative decoding on unless it is given, so the rest "
-            "queue; give the option --max-running-requests of the highest load (max_running_requests: highest_load "
-            "in its data/experiments.yml entry)" % "; ".join(describe_cap(cap) for cap in capped))
+            "the server capped the requests it runs at once below the load (%s, from its /server_info), so the rest "
+            "queue and the load is not measured as asked. The bound is the server's --max-running-requests, or 48 "
+            "where SGLang sets it by itself: with speculative decoding on and that flag unset; an option that turns "
+            "speculative decoding on takes max_running_requests: highest_load in its data/experiments.yml entry"
+            % "; ".join(describe_cap(cap) for cap in capped))
     elif regressed:
         decision, reason = REJECTED, "slower at load %s" % ", ".join(regressed)
     elif broken:
