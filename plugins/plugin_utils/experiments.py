@@ -335,6 +335,13 @@ def capped_loads(measurement, concurrency, loads):
     return capped
 
 
+# Where a server's bound on the requests it runs at once comes from, for the messages of a load it capped: the
+# option's or the inventory's own flag (max_running_requests_64 at a load of 256 on the real H200,
+# docs/evidence/real-sglang-h200.md, eleventh run), or SGLang's default with speculative decoding on.
+CAP_BOUND = ("The bound is the server's --max-running-requests, or 48 where SGLang sets it by itself: with "
+             "speculative decoding on and that flag unset")
+
+
 def describe_cap(cap):
     return "load %s runs %d requests at once, the server at most %d" % (
         cap["load"], cap["concurrency"], cap["max_running"])
@@ -352,11 +359,9 @@ def cap_misses(measurement, settings):
     settings = settings_of(settings)
     loads = _loads(measurement, settings, "the smoke test's result")
     return ["The server ran fewer requests at once than the load asks: %s (max_running_requests of its /server_info), "
-            "so the rest queued and the load was not measured as asked. The bound is the server's "
-            "--max-running-requests, or 48 where SGLang sets it by itself: with speculative decoding on and that flag "
-            "unset. Fix: give --max-running-requests %d (sglang_service_extra_args), or measure loads of at most %d "
-            "requests at once (smoke_test_loads)."
-            % (describe_cap(cap), cap["concurrency"], cap["max_running"])
+            "so the rest queued and the load was not measured as asked. %s. Fix: give --max-running-requests %d "
+            "(sglang_service_extra_args), or measure loads of at most %d requests at once (smoke_test_loads)."
+            % (describe_cap(cap), CAP_BOUND, cap["concurrency"], cap["max_running"])
             for cap in capped_loads(measurement, settings["concurrency"], loads)]
 
 
@@ -402,14 +407,11 @@ def experiment_verdict(name, baseline, candidate, settings):
                                           parity["matched"], parity["total"], parity["min_prefix"] * 100,
                                           parity["min_match"] * 100))
     elif capped:
-        # The bound is the option's own --max-running-requests (max_running_requests_64 at a load of 256 on the real
-        # H200, docs/evidence/real-sglang-h200.md, eleventh run) or SGLang's 48 with speculative decoding on.
         decision, reason = REJECTED, (
             "the server capped the requests it runs at once below the load (%s, from its /server_info), so the rest "
-            "queue and the load is not measured as asked. The bound is the server's --max-running-requests, or 48 "
-            "where SGLang sets it by itself: with speculative decoding on and that flag unset; an option that turns "
-            "speculative decoding on takes max_running_requests: highest_load in its data/experiments.yml entry"
-            % "; ".join(describe_cap(cap) for cap in capped))
+            "queue and the load is not measured as asked. %s; an option that turns speculative decoding on takes "
+            "max_running_requests: highest_load in its data/experiments.yml entry"
+            % ("; ".join(describe_cap(cap) for cap in capped), CAP_BOUND))
     elif regressed:
         decision, reason = REJECTED, "slower at load %s" % ", ".join(regressed)
     elif broken:
