@@ -450,7 +450,7 @@ class _Spent(Exception):
 
 
 def experiment_rounds(experiments):
-    """The rounds the role's loop gives the plan (roles/smoke_test/tasks/main.yml): k experiments need at most
+    """The rounds the role's loop gives the plan (roles/experiments/tasks/main.yml): k experiments need at most
     k + 1 configurations besides the deployed one (the start and each experiment on top of what came before, every
     one rejected in the worst case), and one round more finds the plan done."""
     if isinstance(experiments, (str, bytes)) or not hasattr(experiments, "__len__"):

@@ -28,9 +28,10 @@ def test_every_role_has_argument_specs():
 
 @pytest.mark.parametrize("role", ROLES, ids=[role.name for role in ROLES])
 def test_every_default_has_an_argument_spec_with_the_same_default_and_back(role):
-    defaults = _load(role / "defaults" / "main.yml")
+    # A role without variables of its own (experiments, which reads the smoke test's state) has no defaults.
+    defaults = _load(role / "defaults" / "main.yml") if (role / "defaults" / "main.yml").exists() else {}
     specs = _load(role / "meta" / "argument_specs.yml")["argument_specs"]
-    main = specs["main"]["options"]
+    main = specs["main"]["options"] or {}
     assert sorted(main) == sorted(defaults)
     for name, spec in main.items():
         assert name.startswith(role.name + "_"), name

@@ -131,8 +131,9 @@ def test_a_smoke_run_without_a_verdict_is_not_measured():
 def test_the_pass_verdicts_are_those_the_smoke_test_writes():
     # smoke_test sets smoke_test_verdict from the one function of the run's states, whose serving ones these are.
     assert HEALTHY_VERDICTS == ("pass", "regression-rolled-back")
-    tasks = (ROOT / "roles" / "smoke_test" / "tasks" / "main.yml").read_text()
-    assert "    smoke_test_verdict: >-\n      {{ __smoke_test_verdicts | sm120.sglang.smoke_run_verdict(" in tasks
+    tasks = (ROOT / "roles" / "smoke_test" / "tasks" / "report.yml").read_text()
+    assert "    smoke_test_verdict: >-\n      {{ (experiments_result.verdicts if experiments_result is defined else [])\n" \
+        "         | sm120.sglang.smoke_run_verdict(" in tasks
 
 
 def test_a_dns_name_is_written_lower_case_as_the_router_lists_it_compared():
