@@ -292,8 +292,8 @@ RERUN_SKIPS = "driver,sglang,patches,router"
 
 def playbook(name, host_vars, report_dir=None, skip_tags=None):
     """deploy.yml with ``host_vars`` in the inventory's host_vars, not as extra vars: an extra var outranks the
-    configuration the smoke test switches to for each experiment (the first harness run measured one
-    configuration four times that way; smoke_test now refuses it). ``skip_tags``: the phases chosen by what is
+    configuration the experiments role switches to for each experiment (the first harness run measured one
+    configuration four times that way; the experiments role now refuses it). ``skip_tags``: the phases chosen by what is
     left out instead of by name."""
     # The preflight reads the real GPU (gpu_facts): the smoke test keeps its verdicts per GPU model and topology.
     tags = os.environ.get("SM120_REAL_DEPLOY_TAGS") or "preflight,service,smoke"

@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Experiments: each new gate or tuning option decided alone, by repeated measurement at several loads. Pure.
 
-roles/smoke_test measures configurations of the server (which of the run's
-experiments are live) and asks plan_step() what to measure next, until it says
-what to keep. A measurement of one configuration is
+roles/experiments switches the server between configurations (which of the run's
+experiments are live), has roles/smoke_test measure each, and asks plan_step() what
+to measure next, until it says what to keep. A measurement of one configuration is
 
     {"config": [names live], "loads": {load: [serving_benchmark result, ...]}, "parity": [text, ...]}
 

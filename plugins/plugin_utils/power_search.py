@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, sm120.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The GPU power limit as a live, stepped experiment of the smoke test. Pure.
+"""The GPU power limit as a live, stepped experiment of the smoke phase (roles/experiments, tasks/power.yml). Pure.
 
 A power limit changes while the server runs (``nvidia-smi -pl``), so each step costs a measurement and no
 restart. What it is for is energy: joules per output token are what a user pays, and on RTX PRO 6000 cards 500 W
