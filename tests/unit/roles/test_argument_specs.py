@@ -58,3 +58,37 @@ def test_internal_variables_carry_the_double_underscore_prefix(role):
     for path in (role / "vars").glob("*.yml"):
         for name in _load(path):
             assert name.startswith("__%s_" % role.name), (path.name, name)
+
+
+def _include_roles(node):
+    """Every include_role/import_role of a task tree (blocks, rescue, always), as its arguments."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _include_roles(item)
+    elif isinstance(node, dict):
+        for key in ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role"):
+            if isinstance(node.get(key), dict):
+                yield node[key]
+        for key in ("tasks", "block", "rescue", "always", "pre_tasks", "post_tasks"):
+            yield from _include_roles(node.get(key) or [])
+
+
+def _entry_points_not_validated():
+    root = pathlib.Path(__file__).resolve().parents[3]
+    for path in sorted(list((root / "playbooks").glob("*.yml")) + list((root / "roles").glob("*/tasks/*.yml"))):
+        for include in _include_roles(yaml.safe_load(path.read_text()) or []):
+            if include.get("rolespec_validate") is False:
+                yield path.relative_to(root), include["name"].split(".")[-1], include.get("tasks_from", "main")
+
+
+def test_an_include_that_skips_validation_calls_an_entry_point_without_options():
+    # rolespec_validate: false saves a task a host where there is nothing to check; an entry point that gains a
+    # variable must be validated again.
+    skipped = list(_entry_points_not_validated())
+    assert ("playbooks/deploy.yml", "smoke_test", "report") in [(str(p), r, e) for p, r, e in skipped]
+    for path, role, entry in skipped:
+        specs = _load(pathlib.Path(__file__).resolve().parents[3] / "roles" / role / "meta" / "argument_specs.yml")
+        assert entry in specs["argument_specs"], (path, role, entry)
+        assert not specs["argument_specs"][entry].get("options"), (
+            "%s includes %s's entry point %s with rolespec_validate: false, but it has options: validate it"
+            % (path, role, entry))
