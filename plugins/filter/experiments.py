@@ -28,7 +28,12 @@ def experiment_step(measurements, experiments, settings, memory=None, key="", re
     """The next configuration to measure, or the decisions, with the verdicts kept under key applied."""
     remembered = ex.remembered_verdicts(memory, key, retry) if key else {}
     return ex.plan_step(list(experiments or []), dict(measurements or {}), settings, remembered, stored_baseline,
-                        deployed)
+                        deployed, experiment_data.stepped())
+
+
+def experiments_decision_order(experiments, deployed):
+    """The order to decide the experiments in, the steps of each stepped knob (data/experiments.yml) in order."""
+    return ex.decision_order(experiments, deployed, experiment_data.stepped())
 
 
 def experiment_measurement(runs, parity, config, label="", patches_live=None, tuning_live=None):
@@ -69,7 +74,7 @@ class FilterModule:
             "experiment_rounds": _wrap(ex.experiment_rounds),
             "experiments_among": _wrap(experiment_data.experiments_among),
             "experiments_held": _wrap(ex.held_at_start),
-            "experiments_decision_order": _wrap(ex.decision_order),
+            "experiments_decision_order": _wrap(experiments_decision_order),
             "experiments_decided_by_smoke": _wrap(ex.smoke_decides),
             "tuning_settings": _wrap(experiment_data.tuning_settings),
         }

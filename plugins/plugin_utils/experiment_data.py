@@ -29,9 +29,31 @@ class ExperimentDataError(Exception):
     """The experiment data or a request of it is wrong; the message says why and what to do."""
 
 
+def _check_stepped(data, where):
+    """stepped: knob -> [option, ...], each an option of the data, in one knob at most, two steps or more."""
+    knobs = data.get("stepped", {})
+    if not isinstance(knobs, dict):
+        raise ExperimentDataError("%s: stepped must be a mapping of knob name to the list of its steps (tuning "
+                                  "options), in the order they are searched" % where)
+    seen = {}
+    for knob, steps in knobs.items():
+        if not isinstance(steps, list) or len(steps) < 2 or not all(isinstance(step, str) for step in steps):
+            raise ExperimentDataError("%s: the stepped knob %s needs a list of two or more tuning options, got %r"
+                                      % (where, knob, steps))
+        for step in steps:
+            if step not in data["options"]:
+                raise ExperimentDataError("%s: the stepped knob %s names %s, which is not a tuning option under "
+                                          "options" % (where, knob, step))
+            if step in seen:
+                raise ExperimentDataError("%s: %s is a step of both %s and %s: an option is a step of one knob at "
+                                          "most" % (where, step, seen[step], knob))
+            seen[step] = knob
+
+
 def check(data, where=DATA_PATH):
     if not isinstance(data, dict) or not isinstance(data.get("options"), dict):
         raise ExperimentDataError("%s needs a mapping 'options' of tuning option name to its settings" % where)
+    _check_stepped(data, where)
     for key in ("profile_gates", "gates_by_risk"):
         gates = data.get(key, [])
         if not isinstance(gates, list) or not all(isinstance(gate, str) for gate in gates):
@@ -89,16 +111,39 @@ def load(path=DATA_PATH):
     return read_checked(path, lambda data: check(data, path), ExperimentDataError, "experiment data")
 
 
+def stepped(data=None):
+    """knob -> [its steps, in the order they are searched] (the data's ``stepped``; {} without)."""
+    data = data or load()
+    return {knob: list(steps) for knob, steps in (data.get("stepped") or {}).items()}
+
+
+def in_step_order(names, knobs):
+    """``names`` with the steps of each knob (knob -> [steps]) in the knob's order, in the places the knob's steps
+    had, everything else where it was: the order the search goes up a knob's steps in."""
+    names = list(names or [])
+    rank = {step: (knob, index) for knob, steps in (knobs or {}).items() for index, step in enumerate(steps)}
+    by_knob = {}
+    for name in names:
+        if name in rank:
+            by_knob.setdefault(rank[name][0], []).append(name)
+    for knob in by_knob:
+        by_knob[knob].sort(key=lambda step: rank[step][1])
+    return [by_knob[rank[name][0]].pop(0) if name in rank else name for name in names]
+
+
 def _highest_concurrency(loads):
     values = [load.get("concurrency") for load in (loads or {}).values() if isinstance(load, dict)]
     values = [int(value) for value in values if str(value).isdigit()]
     return max(values) if values else None
 
 
-def tuning_settings(names, off=None, data=None, release=None, loads=None):
+def tuning_settings(names, off=None, data=None, release=None, loads=None, searched=False):
     """{env, flags, names, needs} of the tuning options turned on, less those in off (rejected on record).
 
     An unknown name is refused, naming the known ones; two options that set the same variable or flag are refused;
+    two steps of one stepped knob are refused too (one step runs at a time), unless ``searched``: the options asked
+    for, which the smoke test decides one at a time (the service's wanted set, before the new ones are held back),
+    where several steps of a knob are its search;
     an option the installed ``release`` cannot take is refused naming the release and the reason (an unknown
     release, None, is not judged). An option with ``max_running_requests: highest_load`` sets
     --max-running-requests to the highest concurrency of ``loads`` (the profile's), unless another option sets it.
@@ -116,12 +161,25 @@ def tuning_settings(names, off=None, data=None, release=None, loads=None):
                                                                 ", ".join(sorted(data["options"]))))
     env, flags, owner, needs, capped = {}, {}, {}, set(), []
     names = [name for name in names if name not in set(off or ())]
+    knob_of = {step: knob for knob, steps in stepped(data).items() for step in steps}
+    on_knob = {}
+    for name in sorted(set(names)):
+        if name in knob_of:
+            on_knob.setdefault(knob_of[name], []).append(name)
+    for knob, steps in sorted(on_knob.items()):
+        if len(steps) > 1 and not searched:
+            raise ExperimentDataError(
+                "sglang_service_tuning turns on %s, which are steps of one knob, %s, and one step runs at a time: "
+                "keep one of them, or let the smoke test search them (smoke_test_experiments: true), which starts "
+                "the server without them and keeps the step that pays" % (" and ".join(steps), knob))
     for name in sorted(set(names)):
         option = data["options"][name]
         problem = release_problem(name, option, release)
         if problem:
             raise ExperimentDataError("%s. Take it out of sglang_service_tuning for this release." % problem)
         for key, value in list((option.get("env") or {}).items()) + list((option.get("flags") or {}).items()):
+            if key in owner and searched and knob_of.get(owner[key], 1) == knob_of.get(name, 2):
+                continue
             if key in owner:
                 raise ExperimentDataError("the tuning options %s and %s both set %s: turn one of them off"
                                           % (owner[key], name, key))
@@ -144,12 +202,12 @@ def tuning_settings(names, off=None, data=None, release=None, loads=None):
 def experiments_among(gates, tuning, data=None):
     """The experiments among live gates and tuning options, in the order to decide them.
 
-    Every tuning option (by name) and every gate but the profile's, the gates from
-    least to most risky (gates_by_risk; one not listed goes before those listed).
+    Every tuning option (by name; the steps of a stepped knob in the knob's order) and every gate but the
+    profile's, the gates from least to most risky (gates_by_risk; one not listed goes before those listed).
     """
     data = data or load()
     profile = set(data.get("profile_gates") or [])
     risk = list(data.get("gates_by_risk") or [])
     chosen = [gate for gate in gates or [] if gate not in profile]
     ordered = sorted(chosen, key=lambda gate: (risk.index(gate) + 1 if gate in risk else 0, chosen.index(gate)))
-    return sorted(set(tuning or [])) + ordered
+    return in_step_order(sorted(set(tuning or [])), stepped(data)) + ordered

@@ -51,14 +51,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, result_host_verdict
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_data import in_step_order
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
 
 KEPT = "kept"
 REJECTED = "rejected"
 NO_GAIN = "no measurable gain"
 # Not measured: the run's restart budget was spent first. Off for this run (the shipped behaviour), neither recorded
-# as turned off nor remembered, so the next run measures it.
+# as turned off nor remembered, so the next run measures it. Or the search of its stepped knob stopped at a step
+# before it that did not pay (``stopped_at``): recorded as turned off, not remembered (the step before is).
 UNTRIED = "untried"
+# A step of a stepped knob kept, then replaced by the next step, which paid on top of it: one step runs at a time.
+# Recorded as turned off and remembered; the search goes on past it.
+SUPERSEDED = "superseded"
 GAIN, NEUTRAL, REGRESSION = "gain", "no measurable change", "regression"
 DEFAULTS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0, "parity_min_prefix": 0.25,
             "restart_budget": None}
@@ -458,7 +463,7 @@ def experiment_rounds(experiments):
     return len(experiments) + 2
 
 
-def plan_step(experiments, measurements, settings, remembered=None, stored_baseline=None, deployed=None):
+def plan_step(experiments, measurements, settings, remembered=None, stored_baseline=None, deployed=None, knobs=None):
     """What to measure next, or, once every experiment is decided, what to keep.
 
     ``experiments``: the run's new experiments, in the order to decide them;
@@ -470,18 +475,24 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     decisions start from; ``deployed``: the experiments the server ran as the
     decisions began (measured at no restart of their own), every one when not
     given, none of the new ones where the deploy held them back
-    (held_at_start). Returns {"done": false, "measure": [names]} or
-    {"done": true, "keep": [names], "verdicts": [...], "measured": n,
-    "baseline_reused": bool}.
+    (held_at_start); ``knobs``: the stepped knobs (knob -> its steps in
+    order, experiment_data.stepped), whose steps are searched one at a time.
+    Returns {"done": false, "measure": [names]} or {"done": true, "keep":
+    [names], "verdicts": [...], "measured": n, "baseline_reused": bool,
+    "restarts": n, "restart_budget": n, "untried": [names the budget left],
+    "stopped": [steps after a step that did not pay]}.
     """
     settings = settings_of(settings)
     remembered = {name: verdict for name, verdict in (remembered or {}).items() if name in experiments}
     for name, verdict in remembered.items():
-        if not isinstance(verdict, Mapping) or verdict.get("decision") not in (KEPT, REJECTED, NO_GAIN):
+        if not isinstance(verdict, Mapping) or verdict.get("decision") not in (KEPT, REJECTED, NO_GAIN, SUPERSEDED):
             raise ExperimentError("the remembered verdict of %s has no decision: %r; delete it from the verdict "
                                   "file to measure it again" % (name, verdict))
-    verdicts = {}
-    start = [name for name in experiments if remembered.get(name, {}).get("decision") == KEPT]
+    verdicts, superseded = {}, {}
+    knob_of = {step: knob for knob, steps in (knobs or {}).items() for step in steps}
+    experiments = in_step_order(experiments, knobs)
+    start = _one_step_each([name for name in experiments if remembered.get(name, {}).get("decision") == KEPT],
+                           knob_of)
     pending = [name for name in experiments if name not in remembered]
     measurements = dict(measurements)
     reused = (isinstance(stored_baseline, Mapping) and isinstance(stored_baseline.get("loads"), Mapping)
@@ -510,43 +521,72 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     # no restart); otherwise it comes off at once too, so that the chain runs what is kept.
     deployed_names = set(experiments if deployed is None else deployed)
     current, keep = list(start), list(start)
+    # A step of a stepped knob goes in place of the knob's step on before it, and only where that step paid (kept,
+    # or superseded by a later one that did): the first step that does not pay ends the knob's search.
+    def decision_of(name):
+        return (superseded.get(name) or verdicts.get(name) or remembered.get(name) or {}).get("decision")
+
     try:
         for position, name in enumerate(pending):
+            knob = knob_of.get(name)
+            before = [step for step in experiments[:experiments.index(name)] if knob and knob_of.get(step) == knob]
+            if before and decision_of(before[-1]) not in (KEPT, SUPERSEDED):
+                at = verdicts.get(before[-1], {}).get("stopped_at") or before[-1]
+                verdicts[name] = stopped_verdict(name, knob, at, decision_of(at))
+                continue
+            siblings = [step for step in current if knob and knob_of.get(step) == knob]
             try:
                 baseline = need(current)
-                candidate = need(current + [name])
+                candidate = need([step for step in current if step not in siblings] + [name])
             except _Spent:
                 for untried in pending[position:]:
                     verdicts[untried] = untried_verdict(untried, budget)
                 break
             verdicts[name] = experiment_verdict(name, baseline, candidate, settings)
             decision = verdicts[name]["decision"]
-            if decision == KEPT or (decision == NO_GAIN and name in deployed_names):
+            if decision == KEPT:
+                current = [step for step in current if step not in siblings] + [name]
+                keep = [step for step in keep if step not in siblings] + [name]
+                for step in siblings:
+                    superseded[step] = superseded_verdict(
+                        step, verdicts.get(step) or remembered[step], name)
+            elif decision == NO_GAIN and name in deployed_names and not knob:
                 current = current + [name]
-            if verdicts[name]["decision"] == KEPT:
-                keep.append(name)
     except _Need as exc:
         return {"done": False, "measure": exc.config}
-    ordered = [_remembered(name, remembered[name]) if name in remembered else dict(verdicts[name], remembered=False)
-               for name in experiments]
+
+    def final(name):
+        if name in superseded:
+            return superseded[name]
+        return _remembered(name, remembered[name]) if name in remembered else dict(verdicts[name], remembered=False)
+
+    ordered = [final(name) for name in experiments]
     return {"done": True, "keep": sorted(keep), "verdicts": ordered, "measured": len(measurements) - int(reused),
             "baseline_reused": reused, "restarts": spent, "restart_budget": budget,
-            "untried": [name for name in experiments if verdicts.get(name, {}).get("decision") == UNTRIED]}
+            "untried": [verdict["experiment"] for verdict in ordered
+                        if verdict["decision"] == UNTRIED and not verdict.get("stopped_at")],
+            "stopped": [verdict["experiment"] for verdict in ordered if verdict.get("stopped_at")]}
 
 
-def decision_order(experiments, deployed):
+def _one_step_each(names, knob_of):
+    """``names`` with, of each stepped knob, its last step only (knob_of: step -> knob; names in step order)."""
+    last = {knob_of[name]: name for name in names if name in knob_of}
+    return [name for name in names if name not in knob_of or last[knob_of[name]] == name]
+
+
+def decision_order(experiments, deployed, knobs=None):
     """The order to decide the experiments in: ``experiments`` in order of risk, least risky first
     (experiment_data.experiments_among), where the server as deployed runs them all; the riskiest first where the
     deploy held some back. Then the server starts on the baseline and each experiment is measured on top of what was
     kept before it, so the restart back to what is kept is needed only where the last one decided is not kept: the
     least risky last makes that the least likely (and a rejection decided first is off before anything else is
     measured). With all of them deployed, the riskiest goes last, decided against the set's own measurement as
-    deployed."""
+    deployed. The steps of a stepped knob (``knobs``) go up in the knob's order either way."""
     experiments = list(experiments or [])
     deployed = set(experiments if deployed is None else deployed)
     if all(name in deployed for name in experiments):
-        return experiments
-    return list(reversed(experiments))
+        return in_step_order(experiments, knobs)
+    return in_step_order(list(reversed(experiments)), knobs)
 
 
 def _tags(name, tags):
@@ -598,6 +638,22 @@ def untried_verdict(name, budget):
             "baseline_config": [], "candidate_config": [], "objective": {"misses": [], "baseline_misses": [],
                                                                          "broken": []},
             "message": "%s %s, %s." % (name, UNTRIED, reason)}
+
+
+def stopped_verdict(name, knob, step, decision):
+    """The verdict of a step of a stepped knob after one that did not pay: not tried, at no restart."""
+    reason = ("not tried: the search of the stepped knob %s stopped at %s (%s), and a step is tried only where the "
+              "one before it paid; it stays off, recorded as turned off with that step (smoke_test_retry both to "
+              "search again)" % (knob, step, decision or "not decided"))
+    return dict(untried_verdict(name, 0), reason=reason, stopped_at=step, message="%s %s, %s." % (name, UNTRIED, reason))
+
+
+def superseded_verdict(name, verdict, by):
+    """A kept step of a stepped knob, replaced by the next step, which paid on top of it."""
+    reason = ("kept, then replaced by the next step of its knob, %s, which paid on top of it: one step of a knob "
+              "runs at a time (as measured: %s)" % (by, verdict.get("reason", "")))
+    return dict(verdict, experiment=name, decision=SUPERSEDED, reason=reason, superseded_by=by, remembered=False,
+                message="%s %s, %s." % (name, SUPERSEDED, reason))
 
 
 def _remembered(name, verdict):
@@ -728,14 +784,16 @@ def switch_problem(config, experiments, patches_live, tuning_live):
 def rejections(verdicts, tuning, run_id, at):
     """What the patch role and the service record as turned off: {gates: {...}, tuning: {...}}.
 
-    Every experiment not kept, with its reason and run: the rejected ones and
-    those with no measurable gain (the shipped behaviour stays), so that the next
-    deploy does not turn them on again until retried. An untried one (the restart
-    budget ran out) is not recorded: the next run measures it.
+    Every experiment not kept, with its reason and run: the rejected ones,
+    those with no measurable gain (the shipped behaviour stays), a step of a
+    stepped knob superseded by a later one and the steps a search stopped short
+    of, so that the next deploy does not turn them on again until retried. An
+    untried one (the restart budget ran out) is not recorded: the next run
+    measures it.
     """
     found = {"gates": {}, "tuning": {}}
     for verdict in verdicts or []:
-        if verdict.get("decision") in (KEPT, UNTRIED):
+        if verdict.get("decision") == KEPT or (verdict.get("decision") == UNTRIED and not verdict.get("stopped_at")):
             continue
         kind = "tuning" if verdict["experiment"] in set(tuning or ()) else "gates"
         found[kind][verdict["experiment"]] = {

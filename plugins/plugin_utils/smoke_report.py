@@ -340,6 +340,8 @@ def upgrade_lines(upgrade):
 def _decided_by(verdict):
     if verdict.get("remembered"):
         return "remembered"
+    if verdict.get("stopped_at"):
+        return "not measured (its knob's search stopped)"
     return "not measured (restart budget)" if verdict.get("decision") == UNTRIED else "measured"
 
 

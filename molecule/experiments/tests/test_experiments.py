@@ -87,11 +87,13 @@ def test_wrong_output_is_rejected_despite_its_speed_and_a_load_dependent_verdict
             if m["load"] == "high" and sorted(m["config"]) == sorted(capped["candidate_config"])]
     readings = min(gpu["activity"]["samples"] for gpu in row["result"]["power"]["gpus"])
     assert capped["cause"] == "underfed" or (capped["cause"] == "unknown" and readings < 3), (readings, capped["message"])
-    # Four new experiments, started without (the baseline, measured as deployed at the deploy's restart): one
-    # restart for each, k + 1 = 5 with the deploy's, and one back to what is kept, none of them (it was 6 and 7 with
-    # every one on at the start and the baseline measured after it).
+    # Six new experiments, started without (the baseline, measured as deployed at the deploy's restart), the MTP
+    # steps going up: one restart for each measured, the first MTP step and the other three (the MTP search stopped
+    # at its first step, so its other two cost none), k + 1 = 5 with the deploy's, and one back to what is kept,
+    # none of them.
     assert run["cost"]["held_back"] == [
-        "mtp_nextn_3_4", "max_running_requests_64", "cuda_graph_max_bs_128", "continuous_decode_steps_4"]
+        "mtp_nextn_1_2", "mtp_nextn_2_3", "mtp_nextn_3_4", "max_running_requests_64", "cuda_graph_max_bs_128",
+        "continuous_decode_steps_4"]
     assert run["tuning_live"] == [] and run["cost"]["experiment_restarts"] == 5, run["cost"]
     assert run["cost"]["restarts"] == 6, run["cost"]
 
@@ -117,27 +119,36 @@ def test_faster_but_past_the_latency_objective_is_rejected(name):
     assert "breaks the latency objective" in report
 
 
-def test_speculative_decoding_pays_at_low_load_and_not_at_high_with_its_accept_length_and_no_cap(name):
+def test_speculative_decoding_pays_at_low_load_and_not_at_high_and_its_steps_search_stops_there(name):
     if name != TRIXIE:
         pytest.skip("these are Debian 13's")
     run = runs_of(name)[0]
-    mtp = verdicts(run)["mtp_nextn_3_4"]
-    # The stand-in: 2.5 tokens a step at 0.55 of a plain step's rate with 2 requests running (+37.5 %), 0.25 with 8
-    # (-37.5 %), and --max-running-requests 64 bringing max_running_requests_64's effect along (x1.3, x0.5). Per
+    found = verdicts(run)
+    mtp = found["mtp_nextn_1_2"]
+    # The stand-in: 1.75 tokens a step at 0.63 of a plain step's rate with 2 requests running (+11 %), 0.4 with 8
+    # (-30 %), and --max-running-requests 64 bringing max_running_requests_64's effect along (x1.3, x0.5). Per
     # load: a gain (or inside a band a slow run widened) for few users, a regression for many, so it is not kept:
     # one server serves both loads.
     low, high = mtp["loads"]["low"], mtp["loads"]["high"]
     assert low["change"] > 0.15 and low["verdict"] in ("gain", "no measurable change"), mtp["message"]
     assert high["verdict"] == "regression" and high["change"] < -0.2, mtp["message"]
     assert mtp["decision"] == "rejected" and mtp["reason"] == "slower at load high", mtp["message"]
+    # The first step did not pay: the search of the knob stops, the next steps are not started, measured or
+    # remembered, and are recorded as turned off with it (test_what_is_off_is_recorded_on_the_host).
+    for step in ("mtp_nextn_2_3", "mtp_nextn_3_4"):
+        assert found[step]["decision"] == "untried" and found[step]["stopped_at"] == "mtp_nextn_1_2", found[step]
+        assert found[step]["reason"].startswith(
+            "not tried: the search of the stepped knob mtp_nextn stopped at mtp_nextn_1_2 (rejected)"), found[step]
+        assert not [m for m in run["measurements"] if step in m["config"]], step
     # --max-running-requests set to the model profile's highest load (64, GLM-5's full server), which the server's
     # /server_info says after each run: above this scenario's loads, so no cap is caught.
     assert mtp["capped"] == []
     rows = [m for m in run["measurements"] if sorted(m["config"]) == sorted(mtp["candidate_config"])]
     assert {m["load"] for m in rows} == {"low", "high"}
-    assert [(m["result"]["accept_length"], m["result"]["max_running_requests"]) for m in rows] == [(2.5, 64)] * 2, rows
+    assert [(m["result"]["accept_length"], m["result"]["max_running_requests"]) for m in rows] == [(1.75, 64)] * 2, rows
     with open(os.path.join(REPORTS, run["run_id"], name + ".md")) as handle:
-        assert "| Accept length |" in handle.read()
+        report = handle.read()
+    assert "| Accept length |" in report and report.count("not measured (its knob's search stopped)") == 2
 
 
 def test_the_canary_rerun_measured_nothing_new_and_the_twin_took_the_verdicts(name):
@@ -170,7 +181,8 @@ def test_what_is_off_is_recorded_on_the_host(host, name):
         assert not tuning.exists
         assert sorted(json.loads(gates.content_string)) == ["flashinfer_allreduce_fusion", "pcie_ipc_allreduce"]
     else:
-        rejected = ["continuous_decode_steps_4", "cuda_graph_max_bs_128", "max_running_requests_64", "mtp_nextn_3_4"]
+        rejected = ["continuous_decode_steps_4", "cuda_graph_max_bs_128", "max_running_requests_64", "mtp_nextn_1_2",
+                    "mtp_nextn_2_3", "mtp_nextn_3_4"]
         assert sorted(json.loads(tuning.content_string)) == rejected
         assert sorted(json.loads(gates.content_string)) == ["flashinfer_allreduce_fusion", "pcie_ipc_allreduce"]
         env = host.file("/etc/sglang/glm-5-nvfp4.env").content_string
@@ -194,8 +206,9 @@ def test_the_reports_hold_the_verdict_table_and_a_bench_serving_record_per_measu
     with open(os.path.join(REPORTS, run["run_id"], "fleet.md")) as handle:
         fleet = handle.read()
     assert "## Every verdict" in fleet
-    # 3 experiments of Debian 12, 4 of Debian 13 and its 2 power steps.
-    assert sum(1 for line in fleet.splitlines() if line.startswith("| sm120-exp-")) == 2 + 7
+    # A row per host, then a row per verdict: 3 experiments of Debian 12, 6 of Debian 13 (the power steps are the
+    # host report's).
+    assert sum(1 for line in fleet.splitlines() if line.startswith("| sm120-exp-")) == 2 + 9
 
 
 def test_the_controller_keeps_every_verdict_per_configuration():
@@ -207,8 +220,9 @@ def test_the_controller_keeps_every_verdict_per_configuration():
     plain, = [key for key in memory if key.startswith(prefix) and "<=" not in key]
     bounded, = [key for key in memory if key.startswith(prefix) and "low=2/32/64/16 ttft_p99_ms<=100" in key]
     assert sorted(memory[plain]) == ["flashinfer_allreduce_fusion", "nccl_min_nchannels_8", "pcie_ipc_allreduce"]
+    # The MTP steps its search stopped short of are not remembered: the step before them is.
     assert sorted(memory[bounded]) == ["continuous_decode_steps_4", "cuda_graph_max_bs_128", "max_running_requests_64",
-                                       "mtp_nextn_3_4"]
+                                       "mtp_nextn_1_2"]
     assert memory[plain]["flashinfer_allreduce_fusion"]["host"] == BOOKWORM
     assert memory[bounded]["cuda_graph_max_bs_128"]["parity"] == {"matched": 0, "total": 4}
 

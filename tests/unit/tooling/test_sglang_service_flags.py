@@ -28,8 +28,9 @@ PROFILES = yaml.safe_load((ROOT / "roles" / "sglang_service" / "vars" / "profile
 PROFILE = PROFILES["__sglang_service_builtin_profiles"]["glm-5-nvfp4"]
 DATA = sglang_releases.load()
 RELEASES = sglang_releases.versions(DATA)
-# Every tuning option of data/experiments.yml at once: each release must take each of their flags.
-TUNING = experiment_data.tuning_settings(sorted(experiment_data.load()["options"]))["flags"]
+# Every tuning option of data/experiments.yml at once: each release must take each of their flags. The steps of a
+# stepped knob set the same flags (searched: the last step's values stand for the others', numbers alike).
+TUNING = experiment_data.tuning_settings(sorted(experiment_data.load()["options"]), searched=True)["flags"]
 MULTINODE = {"--nnodes": 2, "--node-rank": 1, "--dist-init-addr": "10.1.230.174:25000"}
 
 

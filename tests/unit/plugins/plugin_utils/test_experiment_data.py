@@ -120,3 +120,54 @@ def test_bad_knob_data_is_refused_naming_the_option(change, message):
     loaded["options"]["cuda_graph_max_bs_128"].update(change)
     with pytest.raises(data.ExperimentDataError, match="tuning option cuda_graph_max_bs_128.*" + message):
         data.check(loaded, "experiments.yml")
+
+
+def test_the_mtp_steps_are_one_stepped_knob_searched_from_the_cheapest_draft_up():
+    assert data.stepped() == {"mtp_nextn": ["mtp_nextn_1_2", "mtp_nextn_2_3", "mtp_nextn_3_4"]}
+    # Each step: top-1 drafting, draft tokens one more than the steps (SGLang adjusts them so otherwise).
+    for name, steps in zip(data.stepped()["mtp_nextn"], (1, 2, 3)):
+        flags = data.load()["options"][name]["flags"]
+        assert flags["--speculative-num-steps"] == steps and flags["--speculative-eagle-topk"] == 1
+        assert flags["--speculative-num-draft-tokens"] == steps + 1
+    # Sorted among the tuning options, the steps keep the knob's order (here the same as by name).
+    assert data.experiments_among([], ["mtp_nextn_3_4", "cuda_graph_max_bs_128", "mtp_nextn_1_2"]) == [
+        "cuda_graph_max_bs_128", "mtp_nextn_1_2", "mtp_nextn_3_4"]
+    assert data.in_step_order(["b", "z", "a", "c"], {"k": ["c", "a", "b"]}) == ["c", "z", "a", "b"]
+
+
+def test_two_steps_of_a_knob_run_only_as_a_search():
+    wanted = data.tuning_settings(["mtp_nextn_1_2", "mtp_nextn_3_4", "nccl_min_nchannels_8"], release="0.5.23",
+                                  loads=LOADS, searched=True)
+    assert wanted["names"] == ["mtp_nextn_1_2", "mtp_nextn_3_4", "nccl_min_nchannels_8"]
+    assert wanted["needs"] == ["mtp_layer"]
+    with pytest.raises(data.ExperimentDataError) as caught:
+        data.tuning_settings(["mtp_nextn_1_2", "mtp_nextn_3_4"], release="0.5.23", loads=LOADS)
+    assert str(caught.value) == (
+        "sglang_service_tuning turns on mtp_nextn_1_2 and mtp_nextn_3_4, which are steps of one knob, mtp_nextn, and "
+        "one step runs at a time: keep one of them, or let the smoke test search them (smoke_test_experiments: "
+        "true), which starts the server without them and keeps the step that pays")
+    # Another option that sets a step's flag is still refused in a search: it is not a step of the knob.
+    with pytest.raises(data.ExperimentDataError, match="max_running_requests_64 and mtp_nextn_1_2 both set"):
+        loaded = copy.deepcopy(data.load())
+        loaded["options"]["max_running_requests_64"]["flags"] = {"--speculative-num-steps": 2}
+        data.tuning_settings(["mtp_nextn_1_2", "max_running_requests_64"], data=loaded, loads=LOADS, searched=True)
+    # One step, the other off on record: what the server runs.
+    assert data.tuning_settings(["mtp_nextn_1_2", "mtp_nextn_3_4"], off=["mtp_nextn_1_2"], release="0.5.23",
+                                loads=LOADS)["names"] == ["mtp_nextn_3_4"]
+
+
+@pytest.mark.parametrize("stepped, message", [
+    (["mtp_nextn_1_2"], "the stepped knob k needs a list of two or more tuning options"),
+    ("mtp_nextn_1_2", "the stepped knob k needs a list of two or more tuning options"),
+    (["mtp_nextn_1_2", "mtp_nextn_9_10"], "the stepped knob k names mtp_nextn_9_10, which is not a tuning option"),
+])
+def test_bad_stepped_knobs_are_named(stepped, message):
+    loaded = copy.deepcopy(data.load())
+    loaded["stepped"] = {"k": stepped}
+    with pytest.raises(data.ExperimentDataError, match=message):
+        data.check(loaded, "experiments.yml")
+    loaded["stepped"] = {"k": ["mtp_nextn_1_2", "mtp_nextn_2_3"], "j": ["mtp_nextn_2_3", "mtp_nextn_3_4"]}
+    with pytest.raises(data.ExperimentDataError, match="mtp_nextn_2_3 is a step of both k and j"):
+        data.check(loaded, "experiments.yml")
+    with pytest.raises(data.ExperimentDataError, match="stepped must be a mapping of knob name"):
+        data.check(dict(loaded, stepped=["k"]), "experiments.yml")

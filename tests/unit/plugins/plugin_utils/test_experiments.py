@@ -200,20 +200,24 @@ def restarts_of(sequence, deployed):
     return restarts
 
 
-def drive(experiments, measure, stored_baseline=None, remembered=None, settings=None, deployed=None):
+def drive(experiments, measure, stored_baseline=None, remembered=None, settings=None, deployed=None, knobs=None,
+          measured=None):
     """The role's loop: deployed with every experiment live (or ``deployed``, where the deploy held the new ones back);
-    restart for each configuration measured; the final one."""
+    restart for each configuration measured; the final one. ``measured`` collects the configurations measured."""
     deployed = list(experiments) if deployed is None else list(deployed)
     measurements = {ex.config_key(deployed): measure(deployed)}
     if stored_baseline is not None:
         measurements[ex.config_key([])] = stored_baseline
     sequence = []
     for _round in range(ex.experiment_rounds(experiments)):
-        step = ex.plan_step(experiments, measurements, settings or SETTINGS, remembered, deployed=deployed)
+        step = ex.plan_step(experiments, measurements, settings or SETTINGS, remembered, deployed=deployed,
+                            knobs=knobs)
         if step["done"]:
             return step, restarts_of(sequence + [step["keep"]], deployed)
         assert ex.config_key(step["measure"]) not in measurements
         sequence.append(step["measure"])
+        if measured is not None:
+            measured.append(step["measure"])
         measurements[ex.config_key(step["measure"])] = measure(step["measure"])
     raise AssertionError("the plan did not end")
 
@@ -770,3 +774,109 @@ def test_a_configuration_key_is_its_experiments_sorted_once_each():
     assert ex.config_key(["nccl_min_nchannels_8", "flashinfer_allreduce_fusion", "nccl_min_nchannels_8"]) == (
         "flashinfer_allreduce_fusion+nccl_min_nchannels_8")
     assert ex.config_key([]) == ""
+
+
+# ------------------------------------------------------------------ a stepped knob
+
+KNOBS = {"mtp": ["s1", "s2", "s3"]}
+
+
+def test_a_stepped_knob_goes_up_one_step_at_a_time_and_a_step_that_pays_supersedes_the_one_before():
+    # Each step alone (one runs at a time): s2 beats s1, s3 is slower than s2 at high load.
+    effects = {"s1": (1.2, 1.1), "s2": (1.4, 1.2), "s3": (1.5, 1.0)}
+    measured = []
+    step, restarts = drive(["s1", "s2", "s3"], model(effects), deployed=[], knobs=KNOBS, measured=measured)
+    assert decisions(step) == {"s1": ex.SUPERSEDED, "s2": ex.KEPT, "s3": ex.REJECTED} and step["keep"] == ["s2"]
+    s1, s2, s3 = step["verdicts"]
+    assert s1["superseded_by"] == "s2" and s1["reason"].startswith("kept, then replaced by the next step of its knob, s2")
+    assert s1["loads"]["low"]["verdict"] == ex.GAIN and s1["candidate_config"] == ["s1"]
+    # Each step in place of the one before it, never two at once.
+    assert s2["baseline_config"] == ["s1"] and s2["candidate_config"] == ["s2"]
+    assert s3["baseline_config"] == ["s2"] and s3["candidate_config"] == ["s3"]
+    assert measured == [["s1"], ["s2"], ["s3"]]
+    # k = 3 restarts to measure, one back to what is kept (s3 was not).
+    assert step["restarts"] == 3 and restarts == 4 and step["stopped"] == [] and step["untried"] == []
+
+
+@pytest.mark.parametrize("effects, stopped_at, keep", [
+    ({"s1": (0.8, 0.8), "s2": (2.0, 2.0), "s3": (2.0, 2.0)}, "s1", []),
+    ({"s1": (1.2, 1.2), "s2": (1.2, 1.2), "s3": (2.0, 2.0)}, "s2", ["s1"]),
+])
+def test_the_first_step_that_does_not_pay_ends_the_search_at_no_restart(effects, stopped_at, keep):
+    measured = []
+    step, restarts = drive(["s1", "s2", "s3"], model(effects), deployed=[], knobs=KNOBS, measured=measured)
+    tried = KNOBS["mtp"][:KNOBS["mtp"].index(stopped_at) + 1]
+    assert step["keep"] == keep and measured == [[name] for name in tried]
+    assert step["stopped"] == KNOBS["mtp"][len(tried):] and step["untried"] == []
+    for verdict in step["verdicts"][len(tried):]:
+        assert verdict["decision"] == ex.UNTRIED and verdict["stopped_at"] == stopped_at, verdict
+        assert verdict["reason"].startswith("not tried: the search of the stepped knob mtp stopped at %s (%s)" % (
+            stopped_at, decisions(step)[stopped_at]))
+    assert restarts == len(tried) + (0 if keep == [tried[-1]] else 1)
+
+
+@pytest.mark.parametrize("effects", [dict(zip(["s1", "s2", "s3", "h"], combo)) for combo in itertools.product(
+    [(1.2, 1.2), (1.0, 1.0), (0.5, 0.5), (1.3, 0.8)], repeat=4)])
+def test_no_configuration_measured_or_kept_runs_two_steps_of_a_knob(effects):
+    for deployed in ([], ["h"]):
+        measured = []
+        step, restarts = drive(["h", "s1", "s2", "s3"], model(effects), deployed=deployed, knobs=KNOBS,
+                               measured=measured)
+        for config in measured + [step["keep"]]:
+            assert len(set(config) & set(KNOBS["mtp"])) <= 1, (effects, config)
+        # Measured: the steps up to the first that did not pay, and h (or, deployed with h, the baseline without
+        # it); at most one restart more, back to what is kept.
+        assert len(measured) == 4 - len(step["stopped"])
+        assert restarts <= len(measured) + 1, (effects, measured)
+        kept = [verdict["experiment"] for verdict in step["verdicts"] if verdict["decision"] == ex.KEPT]
+        assert sorted(kept) == step["keep"]
+
+
+def test_a_remembered_search_goes_on_from_the_step_kept_and_stops_where_it_stopped():
+    effects = {"s1": (1.2, 1.1), "s2": (1.4, 1.2), "s3": (1.7, 1.4)}
+    remembered = {"s1": {"decision": ex.SUPERSEDED, "reason": "kept, then replaced"},
+                  "s2": {"decision": ex.KEPT, "reason": "faster at load low"}}
+    measured = []
+    step, _restarts = drive(["s1", "s2", "s3"], model(effects), remembered=remembered, deployed=["s2"], knobs=KNOBS,
+                            measured=measured)
+    assert measured == [["s3"]] and step["keep"] == ["s3"]
+    assert decisions(step) == {"s1": ex.SUPERSEDED, "s2": ex.SUPERSEDED, "s3": ex.KEPT}
+    assert [verdict["remembered"] for verdict in step["verdicts"]] == [True, False, False]
+    # Where the first step did not pay, the rest stay untried with no measurement at all.
+    step, restarts = drive(["s1", "s2", "s3"], model(effects), deployed=[], knobs=KNOBS,
+                           remembered={"s1": {"decision": ex.REJECTED, "reason": "slower at load high"}})
+    assert step["stopped"] == ["s2", "s3"] and restarts == 0 and step["measured"] == 1
+
+
+def test_two_remembered_kept_steps_start_on_the_later_one():
+    remembered = {"s1": {"decision": ex.KEPT, "reason": "r"}, "s2": {"decision": ex.KEPT, "reason": "r"}}
+    step = ex.plan_step(["s1", "s2", "h"], {}, SETTINGS, remembered, deployed=[], knobs=KNOBS)
+    assert step == {"done": False, "measure": ["s2"]}
+
+
+def test_a_superseded_and_a_stopped_step_are_recorded_as_off_and_only_the_superseded_is_remembered():
+    effects = {"s1": (1.2, 1.2), "s2": (1.5, 1.5), "s3": (1.5, 1.5)}
+    step, _restarts = drive(["s1", "s2", "s3"], model(effects), deployed=[], knobs=KNOBS)
+    assert decisions(step) == {"s1": ex.SUPERSEDED, "s2": ex.KEPT, "s3": ex.NO_GAIN}
+    step, _restarts = drive(["s1", "s2", "s3", "n"], model(dict(effects, s2=(1.2, 1.2), n=(1.0, 1.0))),
+                            deployed=[], knobs=KNOBS, settings=dict(SETTINGS, restart_budget=2))
+    assert decisions(step) == {"s1": ex.KEPT, "s2": ex.NO_GAIN, "s3": ex.UNTRIED, "n": ex.UNTRIED}
+    assert step["stopped"] == ["s3"] and step["untried"] == ["n"]
+    recorded = ex.rejections(step["verdicts"], ["s1", "s2", "s3", "n"], "run-1", "2026-12-05T00:00:00Z")
+    # The stopped step is off on record (the next deploy does not turn it on beside s1); the one the budget left
+    # is measured by the next run.
+    assert sorted(recorded["tuning"]) == ["s2", "s3"]
+    memory = ex.remember({}, "key", step["verdicts"], "host-1", "run-1")
+    assert sorted(memory["key"]) == ["s1", "s2"]
+    superseding = drive(["s1", "s2"], model({"s1": (1.2, 1.2), "s2": (1.5, 1.5)}), deployed=[], knobs=KNOBS)[0]
+    recorded = ex.rejections(superseding["verdicts"], ["s1", "s2"], "run-2", "2026-12-05T00:00:00Z")
+    assert list(recorded["tuning"]) == ["s1"] and "superseded" in recorded["tuning"]["s1"]["reason"]
+    memory = ex.remember({}, "key", superseding["verdicts"], "host-1", "run-2")
+    assert memory["key"]["s1"]["decision"] == ex.SUPERSEDED
+
+
+def test_the_decision_order_keeps_a_knobs_steps_going_up():
+    names = ["a", "s1", "s2", "s3", "g"]
+    assert ex.decision_order(names, [], KNOBS) == ["g", "s1", "s2", "s3", "a"]
+    assert ex.decision_order(names, names, KNOBS) == names
+    assert ex.decision_order(["s3", "a", "s1"], None, KNOBS) == ["s1", "a", "s3"]
