@@ -54,10 +54,17 @@ CUSTOM_AR_WITH_SM120 = re.compile(r"if self\.world_size == 2 or self\.full_nvlin
 # The cutlass MoE runner on NVFP4 from SGLang 0.5.16: the real server raises while it builds the model
 # (layers/quantization/modelopt_quant.py:2452 of 0.5.16, data/experiments.yml's moe_runner_cutlass).
 CUTLASS_NVFP4_ERROR = "NotImplementedError: moe_runner_backend=cutlass is not supported for NVFP4 MoE"
+# Before 0.5.16 it runs, at a speed that differs by the requests running. No one has published the cutlass and
+# flashinfer_cutlass MoE runners side by side on SM120; the one published comparison of two NVFP4 MoE backends of
+# SGLang by concurrency (sglang pull 31470, on SM100, flashinfer_trtllm_routed against MegaMoE: the other 23 % slower
+# at concurrency 32, 11 % at 128, even at 1,024, where decoding saturates and the MoE is no longer the bottleneck)
+# gives the shape, and which backend is the slower one at low concurrency is this stand-in's assumption.
+CUTLASS_MOE_BY_RUNNING = ((32, 1 / 1.23), (128, 1 / 1.11), (1024, 1.0))
 DEFAULT_EFFECTS = {"flashinfer_allreduce_fusion": {"speed": 1 / FUSION_SLOWDOWN, "load_w": FUSION_LOAD_W,
                                                    "util_pct": FUSION_UTIL_PCT},
                    "moe_runner_cutlass": {"flags": {"--moe-runner-backend": "cutlass", "--quantization": "modelopt_fp4"},
-                                          "raises_from": "0.5.16", "raises": CUTLASS_NVFP4_ERROR}}
+                                          "raises_from": "0.5.16", "raises": CUTLASS_NVFP4_ERROR,
+                                          "speed_by_running": CUTLASS_MOE_BY_RUNNING}}
 POWER_FILE = "/var/lib/sglang/standin-power-draw"
 # Where the nvidia-smi stand-in keeps the power limits set with -pl (molecule/resources/nvidia-smi).
 NVIDIA_SMI_STATE = "/run/nvidia-smi-standin"
@@ -142,7 +149,8 @@ def live_releases(chosen, release):
 def effects(environ):
     """experiment -> effect: SGLANG_STANDIN_EFFECTS over the default (the measured fusion regression).
 
-    An effect has speed (factor on tokens/s), speed_above ({in_flight, speed}), load_w and util_pct (what the GPUs
+    An effect has speed (factor on tokens/s), speed_above ({in_flight, speed}), speed_by_running ([[running,
+    factor], ...]), load_w and util_pct (what the GPUs
     draw and how busy they are under load), wrong_output (true: garbled text), accept_length (the mean accepted
     tokens per step /server_info reports while speculative decoding is asked for, and the tokens a step yields) with
     step_cost ([[running, factor], ...], what a drafting step costs by the requests running, DRAFT_STEP_COST where
@@ -185,12 +193,15 @@ def speed_of(effect, in_flight=1):
     costs at the requests running: accept_length x step_cost(step_cost points, or the measured DRAFT_STEP_COST).
 
     speed_above: {"in_flight": N, "speed": factor} plays an experiment that helps
-    at low concurrency and hurts at high (or the other way round).
+    at low concurrency and hurts at high (or the other way round); speed_by_running ([[running, factor], ...],
+    joined as step_cost joins its points) one whose factor moves with the requests running, a MoE backend's.
     """
     above = effect.get("speed_above") or {}
     if above and in_flight > int(above.get("in_flight", 0)):
         return float(above.get("speed", 1.0))
     speed = float(effect.get("speed", 1.0))
+    if effect.get("speed_by_running"):
+        speed *= step_cost(effect["speed_by_running"], in_flight)
     if "accept_length" in effect:
         speed *= float(effect["accept_length"]) * step_cost(effect.get("step_cost") or DRAFT_STEP_COST, in_flight)
     return speed

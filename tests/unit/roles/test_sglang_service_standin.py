@@ -423,6 +423,21 @@ def test_the_cutlass_moe_runner_raises_at_start_up_on_nvfp4_from_0_5_16_as_the_r
     assert "moe_runner_cutlass" not in gpu.live_options(gpu.effects({}), ["--moe-runner-backend", "cutlass"], {})
 
 
+def test_the_cutlass_moe_runner_before_0_5_16_differs_by_the_requests_running():
+    gpu = _load_standin_gpu()
+    argv = ["--quantization", "modelopt_fp4", "--moe-runner-backend", "cutlass"]
+    live = gpu.live_options(gpu.effects({}), argv, {})
+    assert gpu.start_error(live, gpu.effects({}), "0.5.15") is None
+
+    def factor(in_flight):
+        return gpu.tokens_per_second(live, gpu.effects({}), in_flight) / gpu.tokens_per_second([], {}, in_flight)
+
+    # The published shape (sglang pull 31470): 23 % slower at 32 running, 11 % at 128, even at 1,024; flat beyond.
+    assert factor(1) == factor(32) == pytest.approx(1 / 1.23)
+    assert factor(128) == pytest.approx(1 / 1.11) and factor(1024) == factor(4096) == pytest.approx(1.0)
+    assert factor(32) < factor(64) < factor(128) < factor(512) < 1.0
+
+
 def test_noise_spreads_the_rate_and_wrong_output_garbles_the_text():
     import random
     gpu = _load_standin_gpu()
