@@ -491,8 +491,13 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     verdicts, superseded = {}, {}
     knob_of = {step: knob for knob, steps in (knobs or {}).items() for step in steps}
     experiments = in_step_order(experiments, knobs)
-    start = _one_step_each([name for name in experiments if remembered.get(name, {}).get("decision") == KEPT],
-                           knob_of)
+    kept_before = [name for name in experiments if remembered.get(name, {}).get("decision") == KEPT]
+    start = _one_step_each(kept_before, knob_of)
+    # Two steps of a knob remembered as kept (verdicts of runs apart): the later one runs, the other is superseded.
+    for name in kept_before:
+        if name not in start:
+            later = [step for step in start if knob_of.get(step) == knob_of[name]][0]
+            superseded[name] = superseded_verdict(name, remembered[name], later)
     pending = [name for name in experiments if name not in remembered]
     measurements = dict(measurements)
     reused = (isinstance(stored_baseline, Mapping) and isinstance(stored_baseline.get("loads"), Mapping)

@@ -852,6 +852,11 @@ def test_two_remembered_kept_steps_start_on_the_later_one():
     remembered = {"s1": {"decision": ex.KEPT, "reason": "r"}, "s2": {"decision": ex.KEPT, "reason": "r"}}
     step = ex.plan_step(["s1", "s2", "h"], {}, SETTINGS, remembered, deployed=[], knobs=KNOBS)
     assert step == {"done": False, "measure": ["s2"]}
+    step = ex.plan_step(["s1", "s2"], {"s2": model({"s2": (1.2, 1.2)})(["s2"])}, SETTINGS, remembered, deployed=["s2"],
+                        knobs=KNOBS)
+    assert step["keep"] == ["s2"] and decisions(step) == {"s1": ex.SUPERSEDED, "s2": ex.KEPT}
+    # So the earlier one is recorded as turned off: the next deploy does not run both.
+    assert list(ex.rejections(step["verdicts"], ["s1", "s2"], "r", "t")["tuning"]) == ["s1"]
 
 
 def test_a_superseded_and_a_stopped_step_are_recorded_as_off_and_only_the_superseded_is_remembered():
