@@ -31,6 +31,11 @@ def experiment_step(measurements, experiments, settings, memory=None, key="", re
                         deployed, experiment_data.stepped())
 
 
+def experiments_held(wanted, live_before, decided):
+    """The experiments a deploy starts the server without, the stepped knobs (data/experiments.yml) read."""
+    return ex.held_at_start(wanted, live_before, decided, experiment_data.stepped())
+
+
 def experiments_decision_order(experiments, deployed):
     """The order to decide the experiments in, the steps of each stepped knob (data/experiments.yml) in order."""
     return ex.decision_order(experiments, deployed, experiment_data.stepped())
@@ -73,7 +78,7 @@ class FilterModule:
             "smoke_cap_misses": _wrap(ex.cap_misses),
             "experiment_rounds": _wrap(ex.experiment_rounds),
             "experiments_among": _wrap(experiment_data.experiments_among),
-            "experiments_held": _wrap(ex.held_at_start),
+            "experiments_held": _wrap(experiments_held),
             "experiments_decision_order": _wrap(experiments_decision_order),
             "experiments_decided_by_smoke": _wrap(ex.smoke_decides),
             "tuning_settings": _wrap(experiment_data.tuning_settings),

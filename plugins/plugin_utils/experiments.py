@@ -491,13 +491,23 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     verdicts, superseded = {}, {}
     knob_of = {step: knob for knob, steps in (knobs or {}).items() for step in steps}
     experiments = in_step_order(experiments, knobs)
-    kept_before = [name for name in experiments if remembered.get(name, {}).get("decision") == KEPT]
-    start = _one_step_each(kept_before, knob_of)
-    # Two steps of a knob remembered as kept (verdicts of runs apart): the later one runs, the other is superseded.
-    for name in kept_before:
-        if name not in start:
+    # What the decisions start from: the experiments kept on record. Of a stepped knob, its highest step that paid:
+    # one remembered as superseded counts where the step that superseded it is not among them (not asked for, or
+    # retried), and a lower step remembered as kept is superseded by a higher one.
+    paid = [name for name in experiments if remembered.get(name, {}).get("decision") in (KEPT, SUPERSEDED)]
+    start = [name for name in _one_step_each(paid, knob_of)
+             if remembered[name]["decision"] == KEPT or name in knob_of]
+    for name in paid:
+        if name in knob_of and name not in start and remembered[name]["decision"] == KEPT:
             later = [step for step in start if knob_of.get(step) == knob_of[name]][0]
             superseded[name] = superseded_verdict(name, remembered[name], later)
+    revived = {name: dict(remembered[name], experiment=name, decision=KEPT, remembered=False, reason=(
+        "kept: superseded on record by %s, which this run does not run, so it is its knob's step kept (as measured: "
+        "%s)" % (remembered[name].get("superseded_by") or "a later step", remembered[name].get("reason", ""))))
+        for name in start if remembered[name]["decision"] == SUPERSEDED}
+    for name, verdict in revived.items():
+        verdict["message"] = "%s %s, %s." % (name, KEPT, verdict["reason"])
+    kept_step = {knob_of[name]: name for name in start if name in knob_of}
     pending = [name for name in experiments if name not in remembered]
     measurements = dict(measurements)
     reused = (isinstance(stored_baseline, Mapping) and isinstance(stored_baseline.get("loads"), Mapping)
@@ -527,34 +537,53 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     deployed_names = set(experiments if deployed is None else deployed)
     current, keep = list(start), list(start)
     # A step of a stepped knob goes in place of the knob's step on before it, and only where that step paid (kept,
-    # or superseded by a later one that did): the first step that does not pay ends the knob's search.
+    # or superseded by a later one that did): the first step that does not pay ends the knob's search. The search
+    # goes up from the knob's step kept on record: a step below it is not tried.
     def decision_of(name):
-        return (superseded.get(name) or verdicts.get(name) or remembered.get(name) or {}).get("decision")
+        found = superseded.get(name) or verdicts.get(name) or revived.get(name) or remembered.get(name) or {}
+        return found.get("decision"), found.get("stopped_at")
 
+    spent_out = False
     try:
-        for position, name in enumerate(pending):
+        for name in pending:
             knob = knob_of.get(name)
-            before = [step for step in experiments[:experiments.index(name)] if knob and knob_of.get(step) == knob]
-            if before and decision_of(before[-1]) not in (KEPT, SUPERSEDED):
-                at = verdicts.get(before[-1], {}).get("stopped_at") or before[-1]
-                verdicts[name] = stopped_verdict(name, knob, at, decision_of(at))
+            steps = [step for step in experiments if knob and knob_of.get(step) == knob]
+            if knob in kept_step and steps.index(name) < steps.index(kept_step[knob]):
+                verdicts[name] = stopped_verdict(name, knob, kept_step[knob], KEPT, below=True)
+                continue
+            before = steps[:steps.index(name)] if knob else []
+            if before:
+                decision, stopped_at = decision_of(before[-1])
+                if decision == UNTRIED and not stopped_at:
+                    verdicts[name] = untried_verdict(name, budget)
+                    continue
+                if decision not in (KEPT, SUPERSEDED):
+                    at = stopped_at or before[-1]
+                    verdicts[name] = stopped_verdict(name, knob, at, decision_of(at)[0])
+                    continue
+            if spent_out:
+                verdicts[name] = untried_verdict(name, budget)
                 continue
             siblings = [step for step in current if knob and knob_of.get(step) == knob]
             try:
                 baseline = need(current)
                 candidate = need([step for step in current if step not in siblings] + [name])
             except _Spent:
-                for untried in pending[position:]:
-                    verdicts[untried] = untried_verdict(untried, budget)
-                break
+                spent_out = True
+                verdicts[name] = untried_verdict(name, budget)
+                continue
             verdicts[name] = experiment_verdict(name, baseline, candidate, settings)
+            if siblings:
+                # Judged against the knob's step kept before it, which stays where it is not kept: a step that loses
+                # ends the search, it does not roll a regression back (run_verdict).
+                verdicts[name]["in_place_of"] = siblings[0]
             decision = verdicts[name]["decision"]
             if decision == KEPT:
                 current = [step for step in current if step not in siblings] + [name]
                 keep = [step for step in keep if step not in siblings] + [name]
                 for step in siblings:
                     superseded[step] = superseded_verdict(
-                        step, verdicts.get(step) or remembered[step], name)
+                        step, verdicts.get(step) or revived.get(step) or remembered[step], name)
             elif decision == NO_GAIN and name in deployed_names and not knob:
                 current = current + [name]
     except _Need as exc:
@@ -563,6 +592,8 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     def final(name):
         if name in superseded:
             return superseded[name]
+        if name in revived:
+            return revived[name]
         return _remembered(name, remembered[name]) if name in remembered else dict(verdicts[name], remembered=False)
 
     ordered = [final(name) for name in experiments]
@@ -615,7 +646,7 @@ def smoke_decides(run_tags, skip_tags, experiments_on):
     return experiments_on and runs and "smoke" not in _tags("ansible_skip_tags", skip_tags)
 
 
-def held_at_start(wanted, live_before, decided):
+def held_at_start(wanted, live_before, decided, knobs=None):
     """The experiments a deploy starts the server without, for the smoke test to add one at a time.
 
     ``wanted``: the experiments asked for and not turned off on record; ``live_before``: those the server ran before
@@ -624,15 +655,19 @@ def held_at_start(wanted, live_before, decided):
     test measures as deployed, so that k new experiments cost k + 1 restarts with the deploy's own (k where the
     host's baseline is stored) instead of a start with everything on and the baseline after it. One live before
     stays on: an earlier run kept it, or decides it now against the configuration without it. Where no smoke test
-    decides, nothing waits: what is asked for runs.
+    decides, nothing waits: what is asked for runs, but for the steps of a stepped knob (``knobs``) beside the one
+    the server ran before (a step a search left untried, or a deploy that does not search: --tags service, the
+    upgrade canary's put-back), since one step runs at a time.
     """
     for name, value in (("wanted", wanted), ("live_before", live_before)):
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
             raise ExperimentError("the %s experiments must be a list of names, got %r" % (name, value))
-    if not decided:
-        return []
     before = set(live_before)
-    return [name for name in wanted if name not in before]
+    if decided:
+        return [name for name in wanted if name not in before]
+    knob_of = {step: knob for knob, steps in (knobs or {}).items() for step in steps}
+    running = {knob_of[name] for name in wanted if name in knob_of and name in before}
+    return [name for name in wanted if knob_of.get(name) in running and name not in before]
 
 
 def untried_verdict(name, budget):
@@ -645,11 +680,19 @@ def untried_verdict(name, budget):
             "message": "%s %s, %s." % (name, UNTRIED, reason)}
 
 
-def stopped_verdict(name, knob, step, decision):
-    """The verdict of a step of a stepped knob after one that did not pay: not tried, at no restart."""
-    reason = ("not tried: the search of the stepped knob %s stopped at %s (%s), and a step is tried only where the "
-              "one before it paid; it stays off, recorded as turned off with that step (smoke_test_retry both to "
-              "search again)" % (knob, step, decision or "not decided"))
+def stopped_verdict(name, knob, step, decision, below=False):
+    """The verdict of a step of a stepped knob after one that did not pay, or below the knob's step kept on record:
+    not tried, at no restart, and recorded as turned off (so no later deploy runs it beside the step kept)."""
+    if below:
+        reason = ("not tried: below %s, the step of the stepped knob %s kept on record, and the search goes up from "
+                  "the step kept; it stays off, recorded as turned off. To search the knob from its first step, set "
+                  "smoke_test_experiments_retry: [%s] and sglang_service_tuning_retry_rejected: true" % (
+                      step, knob, step))
+    else:
+        reason = ("not tried: the search of the stepped knob %s stopped at %s (%s), and a step is tried only where "
+                  "the one before it paid; it stays off, recorded as turned off. To search again, set "
+                  "smoke_test_experiments_retry: [%s] and sglang_service_tuning_retry_rejected: true" % (
+                      knob, step, decision or "not decided", step))
     return dict(untried_verdict(name, 0), reason=reason, stopped_at=step, message="%s %s, %s." % (name, UNTRIED, reason))
 
 
@@ -711,6 +754,10 @@ def remember(memory, key, verdicts, host, run_id):
                       for load, figures in verdict.get("loads", {}).items()},
             "parity": {field: verdict.get("parity", {}).get(field) for field in ("matched", "total")},
             "host": host, "run_id": run_id}
+        # A stepped knob's: the step that superseded it (a later run revives it where that step is not asked for),
+        # and the step it was judged against.
+        entry[verdict["experiment"]].update({field: verdict[field] for field in ("superseded_by", "in_place_of")
+                                             if verdict.get(field)})
     updated[key] = entry
     return updated
 

@@ -59,7 +59,8 @@ def put_back_release(upgrade):
 def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_rejection="fail"):
     """The run's verdict: {status, messages, rolled_back, serves, keeps_baseline, stop, warn, put_back_release}.
 
-    ``verdicts``: the experiments' verdicts of this run ({experiment, decision, message}); ``upgrade``: the upgrade
+    ``verdicts``: the experiments' verdicts of this run ({experiment, decision, message}, and in_place_of for a
+    step of a stepped knob judged against the knob's step before it, whose rejection rolls nothing back); ``upgrade``: the upgrade
     canary's verdict (its ``decision`` ``lost`` put the host back on the release before), None where the release did
     not change; ``power``: the power limit search's verdicts (their messages are reported, none rolls anything
     back); ``misses``: the thresholds the result missed and the loads the server capped below their
@@ -72,7 +73,10 @@ def run_verdict(verdicts, upgrade=None, power=None, misses=None, band=None, on_r
         raise RunVerdictError("smoke_test_on_rejection must be one of %s, got %r" % (
             ", ".join(ON_REJECTION), on_rejection))
     verdicts = [verdict for verdict in _listed(verdicts, "the experiments' verdicts") if isinstance(verdict, Mapping)]
-    rolled_back = [str(verdict.get("experiment")) for verdict in verdicts if verdict.get("decision") == REJECTED]
+    # A step of a stepped knob rejected against the knob's step kept before it (in_place_of) ends the knob's search,
+    # as the power limit's last step does: the step that paid stays, nothing regressed is rolled back.
+    rolled_back = [str(verdict.get("experiment")) for verdict in verdicts
+                   if verdict.get("decision") == REJECTED and not verdict.get("in_place_of")]
     messages = [str(verdict["message"]) for verdict in verdicts if verdict.get("message")]
     status = REGRESSION_ROLLED_BACK if rolled_back else PASS
     put_back = put_back_release(upgrade)

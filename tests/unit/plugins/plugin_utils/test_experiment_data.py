@@ -145,7 +145,8 @@ def test_two_steps_of_a_knob_run_only_as_a_search():
     assert str(caught.value) == (
         "sglang_service_tuning turns on mtp_nextn_1_2 and mtp_nextn_3_4, which are steps of one knob, mtp_nextn, and "
         "one step runs at a time: keep one of them, or let the smoke test search them (smoke_test_experiments: "
-        "true), which starts the server without them and keeps the step that pays")
+        "true, the smoke phase in the run, and not -e sm120_deploy_hold_new=false), which starts the server without "
+        "them and keeps the step that pays")
     # Another option that sets a step's flag is still refused in a search: it is not a step of the knob.
     with pytest.raises(data.ExperimentDataError, match="max_running_requests_64 and mtp_nextn_1_2 both set"):
         loaded = copy.deepcopy(data.load())

@@ -12,6 +12,8 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as
 
 LOADS = ["low", "high"]
 SETTINGS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0, "loads": LOADS}
+# A stepped knob of three steps (data/experiments.yml's stepped), searched s1, s2, s3.
+KNOBS = {"mtp": ["s1", "s2", "s3"]}
 
 
 def run(tok_s, watts=None, util=None):
@@ -369,9 +371,14 @@ def test_held_back_what_gains_nothing_comes_off_at_once_and_deployed_it_stays_on
     (["a", "b"], ["a", "b", "c"], True, []),
     # No smoke test decides this run: what is asked for runs.
     (["a", "b"], [], False, []),
+    # ... but one step of a stepped knob: the one the server ran (a search that left the next untried, or a deploy
+    # that does not search, --tags service, the upgrade canary's put-back); no step ran before: the service refuses.
+    (["a", "s1", "s2", "s3"], ["s2"], False, ["s1", "s3"]),
+    (["a", "s1", "s2"], ["a"], False, []),
+    (["s1", "s2"], ["s1"], True, ["s2"]),
 ])
 def test_a_new_experiment_waits_off_where_the_smoke_test_adds_it(wanted, before, decided, held):
-    assert ex.held_at_start(wanted, before, decided) == held
+    assert ex.held_at_start(wanted, before, decided, KNOBS) == held
 
 
 def test_the_experiments_held_back_must_be_lists():
@@ -778,8 +785,6 @@ def test_a_configuration_key_is_its_experiments_sorted_once_each():
 
 # ------------------------------------------------------------------ a stepped knob
 
-KNOBS = {"mtp": ["s1", "s2", "s3"]}
-
 
 def test_a_stepped_knob_goes_up_one_step_at_a_time_and_a_step_that_pays_supersedes_the_one_before():
     # Each step alone (one runs at a time): s2 beats s1, s3 is slower than s2 at high load.
@@ -885,3 +890,68 @@ def test_the_decision_order_keeps_a_knobs_steps_going_up():
     assert ex.decision_order(names, [], KNOBS) == ["g", "s1", "s2", "s3", "a"]
     assert ex.decision_order(names, names, KNOBS) == names
     assert ex.decision_order(["s3", "a", "s1"], None, KNOBS) == ["s1", "a", "s3"]
+
+
+def test_the_search_goes_up_from_the_step_kept_on_record_and_leaves_the_steps_below_it_untried():
+    # A host that kept the highest step before the knob had steps: the lower ones are not measured against it.
+    effects = {"s1": (1.2, 1.2), "s2": (1.5, 1.5), "s3": (1.3, 1.3)}
+    measured = []
+    step, restarts = drive(["s1", "s2", "s3"], model(effects), remembered={"s3": {"decision": ex.KEPT, "reason": "r"}},
+                           deployed=["s3"], knobs=KNOBS, measured=measured)
+    assert measured == [] and restarts == 0 and step["keep"] == ["s3"]
+    for name in ("s1", "s2"):
+        verdict = step["verdicts"][["s1", "s2", "s3"].index(name)]
+        assert verdict["decision"] == ex.UNTRIED and verdict["stopped_at"] == "s3", verdict
+        assert verdict["reason"].startswith("not tried: below s3, the step of the stepped knob mtp kept on record")
+        assert "smoke_test_experiments_retry: [s3] and sglang_service_tuning_retry_rejected: true" in verdict["reason"]
+    assert sorted(ex.rejections(step["verdicts"], ["s1", "s2", "s3"], "r", "t")["tuning"]) == ["s1", "s2"]
+
+
+def test_a_step_superseded_on_record_is_the_knobs_step_where_the_one_that_superseded_it_is_not_run():
+    record = {"s1": {"decision": ex.SUPERSEDED, "reason": "kept, then replaced", "superseded_by": "s2"},
+              "s2": {"decision": ex.KEPT, "reason": "faster at load low"}}
+    effects = {"s1": (1.2, 1.2), "s2": (1.5, 1.5), "s3": (1.3, 1.3)}
+    # A twin asked for the first step only: it runs it, kept, not turned off.
+    step, _restarts = drive(["s1"], model(effects), remembered=record, deployed=[], knobs=KNOBS)
+    assert step["keep"] == ["s1"] and decisions(step) == {"s1": ex.KEPT}
+    assert step["verdicts"][0]["reason"].startswith("kept: superseded on record by s2, which this run does not run")
+    assert ex.rejections(step["verdicts"], ["s1"], "r", "t") == {"gates": {}, "tuning": {}}
+    # The middle step retried: measured again in place of the first.
+    measured = []
+    retried = {"s1": record["s1"]}
+    step, _restarts = drive(["s1", "s2"], model(effects), remembered=retried, deployed=[], knobs=KNOBS,
+                            measured=measured)
+    # (The server here runs neither: the first step, the baseline, is measured too.)
+    assert measured == [["s1"], ["s2"]], measured
+    assert decisions(step) == {"s1": ex.SUPERSEDED, "s2": ex.KEPT} and step["keep"] == ["s2"]
+    s2 = step["verdicts"][1]
+    assert s2["baseline_config"] == ["s1"] and s2["in_place_of"] == "s1"
+
+
+def test_a_step_that_loses_to_the_step_before_it_ends_the_search_without_failing_the_run():
+    from ansible_collections.sm120.sglang.plugins.plugin_utils.run_verdict import run_verdict
+    step, _restarts = drive(["s1", "s2", "s3"], model({"s1": (1.2, 1.2), "s2": (1.5, 1.5), "s3": (1.2, 1.2)}),
+                            deployed=[], knobs=KNOBS)
+    assert decisions(step) == {"s1": ex.SUPERSEDED, "s2": ex.KEPT, "s3": ex.REJECTED}
+    assert step["verdicts"][2]["in_place_of"] == "s2"
+    verdict = run_verdict(step["verdicts"], on_rejection="fail")
+    assert verdict["status"] == "pass" and verdict["rolled_back"] == [] and not verdict["stop"], verdict
+    # The first step, judged against no step of its knob, is an experiment's rejection as any other.
+    step, _restarts = drive(["s1", "s2"], model({"s1": (0.5, 0.5), "s2": (1.5, 1.5)}), deployed=[], knobs=KNOBS)
+    assert run_verdict(step["verdicts"], on_rejection="fail")["rolled_back"] == ["s1"]
+    # The memory keeps what a later run needs of a step: what superseded it, what it was judged against.
+    memory = ex.remember({}, "key", drive(["s1", "s2", "s3"], model({"s1": (1.2, 1.2), "s2": (1.5, 1.5),
+                                                                       "s3": (1.2, 1.2)}), deployed=[],
+                                          knobs=KNOBS)[0]["verdicts"], "host-1", "run-1")
+    assert memory["key"]["s1"]["superseded_by"] == "s2" and memory["key"]["s3"]["in_place_of"] == "s2"
+
+
+def test_a_step_after_one_the_budget_left_untried_is_left_for_the_budget_and_after_a_loser_stopped():
+    effects = {"s1": (0.5, 0.5), "x": (1.2, 1.2), "s2": (1.5, 1.5)}
+    step, _restarts = drive(["s1", "x", "s2"], model(effects), deployed=[], knobs=KNOBS,
+                            settings=dict(SETTINGS, restart_budget=1))
+    assert decisions(step) == {"s1": ex.REJECTED, "x": ex.UNTRIED, "s2": ex.UNTRIED}
+    assert step["untried"] == ["x"] and step["stopped"] == ["s2"]
+    step, _restarts = drive(["x", "s1", "s2"], model(effects), deployed=[], knobs=KNOBS,
+                            settings=dict(SETTINGS, restart_budget=1))
+    assert step["untried"] == ["s1", "s2"] and step["stopped"] == []
