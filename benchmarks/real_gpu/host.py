@@ -41,7 +41,9 @@ For a short session, variables narrow a run: SM120_REAL_DEPLOY_TAGS (the deploy'
 clients are compared at, e.g. ``c64``), SM120_REAL_COMPARE_REPEATS (rounds a load, 3 unless set) and
 SM120_REAL_COMPARE_TOOLS (compare_clients.py's --tools), SM120_REAL_SPECULATIVE_STARTS (the speculative phase's
 starts, e.g. ``spec-unset,spec-off``), SM120_REAL_SMOKE_REPEATS (the smoke test's rounds a load, the inventory's 3
-unless set). Another variable picks the model:
+unless set), SM120_REAL_TUNING (the tuning options the experiments and rerun phases add, comma-separated, e.g. the
+steps of the stepped knob ``continuous_decode_steps_2,continuous_decode_steps_4,continuous_decode_steps_8``;
+``cuda_graph_max_bs_128,max_running_requests_64`` unless set). Another variable picks the model:
 SM120_REAL_PROFILE=llama-8b-random makes and serves a 5.8 B Llama (32 layers, hidden 4,096), whose decode the GPU
 limits rather than the server's host side:
 
@@ -98,7 +100,8 @@ DONE = WORK / "done"
 INVENTORY = HERE / "inventory"
 URL = "http://127.0.0.1:30000"
 UNIT = "sglang-%s.service" % PROFILE
-TUNING = ["cuda_graph_max_bs_128", "max_running_requests_64"]
+TUNING = [name for name in os.environ.get("SM120_REAL_TUNING", "cuda_graph_max_bs_128,max_running_requests_64")
+          .split(",") if name]
 PHASES = ("setup", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "rerun", "speculative",
           "summary")
 # Phases a run without --only leaves out (each costs server starts the others do not need).

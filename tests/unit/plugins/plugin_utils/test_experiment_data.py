@@ -30,7 +30,8 @@ def test_tuning_options_become_environment_and_flags():
 def test_an_unknown_option_is_refused_naming_the_known_ones():
     with pytest.raises(data.ExperimentDataError, match="sglang_service_tuning names nccl_fast, which data/experiments.yml "
                                                        "does not define; known tuning options: "
-                                                       "continuous_decode_steps_4, cuda_graph_max_bs_128"):
+                                                       "continuous_decode_steps_2, continuous_decode_steps_4, "
+                                                       "continuous_decode_steps_8, cuda_graph_max_bs_128"):
         data.tuning_settings(["nccl_fast"])
     with pytest.raises(data.ExperimentDataError, match="must be a list of tuning option names"):
         data.tuning_settings("nccl_min_nchannels_8")
@@ -123,7 +124,11 @@ def test_bad_knob_data_is_refused_naming_the_option(change, message):
 
 
 def test_the_mtp_steps_are_one_stepped_knob_searched_from_the_cheapest_draft_up():
-    assert data.stepped() == {"mtp_nextn": ["mtp_nextn_1_2", "mtp_nextn_2_3", "mtp_nextn_3_4"]}
+    assert data.stepped()["mtp_nextn"] == ["mtp_nextn_1_2", "mtp_nextn_2_3", "mtp_nextn_3_4"]
+    assert data.stepped()["continuous_decode_steps"] == [
+        "continuous_decode_steps_2", "continuous_decode_steps_4", "continuous_decode_steps_8"]
+    assert [data.load()["options"][name]["flags"]["--num-continuous-decode-steps"]
+            for name in data.stepped()["continuous_decode_steps"]] == [2, 4, 8]
     # Each step: top-1 drafting, draft tokens one more than the steps (SGLang adjusts them so otherwise).
     for name, steps in zip(data.stepped()["mtp_nextn"], (1, 2, 3)):
         flags = data.load()["options"][name]["flags"]
