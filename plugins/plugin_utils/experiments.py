@@ -536,6 +536,7 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     # no restart); otherwise it comes off at once too, so that the chain runs what is kept.
     deployed_names = set(experiments if deployed is None else deployed)
     current, keep = list(start), list(start)
+
     # A step of a stepped knob goes in place of the knob's step on before it, and only where that step paid (kept,
     # or superseded by a later one that did): the first step that does not pay ends the knob's search. The search
     # goes up from the knob's step kept on record: a step below it is not tried.

@@ -940,9 +940,9 @@ def test_a_step_that_loses_to_the_step_before_it_ends_the_search_without_failing
     step, _restarts = drive(["s1", "s2"], model({"s1": (0.5, 0.5), "s2": (1.5, 1.5)}), deployed=[], knobs=KNOBS)
     assert run_verdict(step["verdicts"], on_rejection="fail")["rolled_back"] == ["s1"]
     # The memory keeps what a later run needs of a step: what superseded it, what it was judged against.
-    memory = ex.remember({}, "key", drive(["s1", "s2", "s3"], model({"s1": (1.2, 1.2), "s2": (1.5, 1.5),
-                                                                       "s3": (1.2, 1.2)}), deployed=[],
-                                          knobs=KNOBS)[0]["verdicts"], "host-1", "run-1")
+    searched, _restarts = drive(["s1", "s2", "s3"], model({"s1": (1.2, 1.2), "s2": (1.5, 1.5), "s3": (1.2, 1.2)}),
+                                deployed=[], knobs=KNOBS)
+    memory = ex.remember({}, "key", searched["verdicts"], "host-1", "run-1")
     assert memory["key"]["s1"]["superseded_by"] == "s2" and memory["key"]["s3"]["in_place_of"] == "s2"
 
 
