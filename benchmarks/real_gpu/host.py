@@ -612,6 +612,13 @@ def go(budget, only):
     return 0
 
 
+def tuning_options():
+    """The tuning options of the checkout's data/experiments.yml (those SM120_REAL_TUNING may name)."""
+    import yaml
+    with open(HERE.parent.parent / "data" / "experiments.yml") as handle:
+        return set(yaml.safe_load(handle)["options"])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["go", "run"])
@@ -635,6 +642,11 @@ def main(argv=None):
     if not (os.environ.get("SM120_REAL_SMOKE_REPEATS") or "3").isdigit():
         parser.error("SM120_REAL_SMOKE_REPEATS=%s is not a whole number of rounds (e.g. 2)"
                      % os.environ["SM120_REAL_SMOKE_REPEATS"])
+    options = tuning_options()
+    unknown = [name for name in TUNING if name not in options]
+    if unknown:
+        parser.error("SM120_REAL_TUNING names %s, not a tuning option of data/experiments.yml: use %s"
+                     % (", ".join(unknown), ", ".join(sorted(options))))
     if only and "setup" not in only:
         only.insert(0, "setup")
     if args.command == "run":

@@ -37,3 +37,19 @@ def test_a_speculative_start_with_the_bound_unset_failing_on_the_cap_is_its_find
     assert host.cap_is_the_finding(starts["steps-4"], CAPPED_LOG) is False
     # Another failure of the unset start (a server that did not come up) is a failure.
     assert host.cap_is_the_finding(starts["spec-unset"], "fatal: [h200]: FAILED! => the server exited") is False
+
+
+def test_the_tuning_the_experiments_phase_adds_is_checked_against_the_data_before_any_device_time(monkeypatch, capsys):
+    monkeypatch.setenv("SM120_REAL_TUNING", "continuous_decode_steps_2,continuous_decode_steps_4,nccl_fast")
+    host = _host()
+    assert host.TUNING == ["continuous_decode_steps_2", "continuous_decode_steps_4", "nccl_fast"]
+    assert {"continuous_decode_steps_2", "continuous_decode_steps_8", "mtp_nextn_1_2"} <= host.tuning_options()
+    try:
+        host.main(["go", "--only", "experiments"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("an unknown tuning option was not refused")
+    assert "SM120_REAL_TUNING names nccl_fast, not a tuning option of data/experiments.yml" in capsys.readouterr().err
+    monkeypatch.delenv("SM120_REAL_TUNING")
+    assert _host().TUNING == ["cuda_graph_max_bs_128", "max_running_requests_64"]
