@@ -955,3 +955,22 @@ def test_a_step_after_one_the_budget_left_untried_is_left_for_the_budget_and_aft
     step, _restarts = drive(["x", "s1", "s2"], model(effects), deployed=[], knobs=KNOBS,
                             settings=dict(SETTINGS, restart_budget=1))
     assert step["untried"] == ["s1", "s2"] and step["stopped"] == []
+
+
+@pytest.mark.parametrize("effects", [dict(zip(["s1", "s2", "s3", "h"], combo)) for combo in itertools.product(
+    [(1.2, 1.2), (1.0, 1.0), (0.5, 0.5), (1.3, 0.8)], repeat=4)])
+def test_a_twin_taking_a_searchs_verdicts_measures_nothing_and_ends_where_the_search_ended(effects):
+    names = ["h", "s1", "s2", "s3"]
+    first, _restarts = drive(names, model(effects), deployed=[], knobs=KNOBS)
+    memory = ex.remember({}, "key", first["verdicts"], "canary", "run-1")
+    remembered = ex.remembered_verdicts(memory, "key")
+    measured = []
+    twin, _restarts = drive(names, model(effects), remembered=remembered, deployed=[], knobs=KNOBS, measured=measured)
+    # Only a step the search stopped short of has no verdict kept, and the twin stops short of it again.
+    assert twin["keep"] == first["keep"] and twin["stopped"] == first["stopped"], (effects, first, twin)
+    # (The role then switches to what is kept, which the plan does not ask to measure.)
+    assert measured == [] and twin["measured"] == 1, (effects, measured)
+    # Every experiment is kept or recorded as turned off: no later deploy turns on two steps of the knob.
+    off = ex.rejections(twin["verdicts"], names, "run-2", "t")["tuning"]
+    assert sorted(set(off) | set(twin["keep"])) == sorted(names) and not set(off) & set(twin["keep"]), (effects, off)
+    assert len(set(twin["keep"]) & set(KNOBS["mtp"])) <= 1
