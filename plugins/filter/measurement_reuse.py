@@ -5,11 +5,17 @@ from __future__ import annotations
 
 # Documented in its sidecar, smoke_measurement_reuse.yml, beside this file.
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data
 from ansible_collections.sm120.sglang.plugins.plugin_utils import measurement_reuse
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import ExperimentError
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
 
+def smoke_measurement_reuse(*args, **kwargs):
+    """The reuse decision, the stepped knobs (data/experiments.yml) read, as experiment_step reads them."""
+    return measurement_reuse.reuse_decision(*args, **dict(kwargs, knobs=experiment_data.stepped()))
+
+
 class FilterModule:
     def filters(self):
-        return {"smoke_measurement_reuse": refusing(ExperimentError)(measurement_reuse.reuse_decision)}
+        return {"smoke_measurement_reuse": refusing(ExperimentError, experiment_data.ExperimentDataError)(smoke_measurement_reuse)}

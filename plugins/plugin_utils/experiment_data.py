@@ -117,6 +117,11 @@ def stepped(data=None):
     return {knob: list(steps) for knob, steps in (data.get("stepped") or {}).items()}
 
 
+def knob_of(knobs):
+    """step -> its knob, of the stepped knobs (knob -> [steps])."""
+    return {step: knob for knob, steps in (knobs or {}).items() for step in steps}
+
+
 def in_step_order(names, knobs):
     """``names`` with the steps of each knob (knob -> [steps]) in the knob's order, in the places the knob's steps
     had, everything else where it was: the order the search goes up a knob's steps in."""
@@ -161,11 +166,11 @@ def tuning_settings(names, off=None, data=None, release=None, loads=None, search
                                                                 ", ".join(sorted(data["options"]))))
     env, flags, owner, needs, capped = {}, {}, {}, set(), []
     names = [name for name in names if name not in set(off or ())]
-    knob_of = {step: knob for knob, steps in stepped(data).items() for step in steps}
+    knobs = knob_of(stepped(data))
     on_knob = {}
     for name in sorted(set(names)):
-        if name in knob_of:
-            on_knob.setdefault(knob_of[name], []).append(name)
+        if name in knobs:
+            on_knob.setdefault(knobs[name], []).append(name)
     for knob, steps in sorted(on_knob.items()):
         if len(steps) > 1 and not searched:
             raise ExperimentDataError(
@@ -179,7 +184,7 @@ def tuning_settings(names, off=None, data=None, release=None, loads=None, search
         if problem:
             raise ExperimentDataError("%s. Take it out of sglang_service_tuning for this release." % problem)
         for key, value in list((option.get("env") or {}).items()) + list((option.get("flags") or {}).items()):
-            if key in owner and searched and knob_of.get(owner[key], 1) == knob_of.get(name, 2):
+            if key in owner and searched and owner[key] in knobs and knobs[owner[key]] == knobs.get(name):
                 continue
             if key in owner:
                 raise ExperimentDataError("the tuning options %s and %s both set %s: turn one of them off"

@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, result_host_verdict
-from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_data import in_step_order
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_data import in_step_order, knob_of as steps_by_knob
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
 
 KEPT = "kept"
@@ -489,7 +489,7 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
             raise ExperimentError("the remembered verdict of %s has no decision: %r; delete it from the verdict "
                                   "file to measure it again" % (name, verdict))
     verdicts, superseded = {}, {}
-    knob_of = {step: knob for knob, steps in (knobs or {}).items() for step in steps}
+    knob_of = steps_by_knob(knobs)
     experiments = in_step_order(experiments, knobs)
     # What the decisions start from: the experiments kept on record. Of a stepped knob, its highest step that paid:
     # one remembered as superseded counts where the step that superseded it is not among them (not asked for, or
@@ -501,12 +501,10 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
         if name in knob_of and name not in start and remembered[name]["decision"] == KEPT:
             later = [step for step in start if knob_of.get(step) == knob_of[name]][0]
             superseded[name] = superseded_verdict(name, remembered[name], later)
-    revived = {name: dict(remembered[name], experiment=name, decision=KEPT, remembered=False, reason=(
+    revived = {name: _decided(name, remembered[name], KEPT, (
         "kept: superseded on record by %s, which this run does not run, so it is its knob's step kept (as measured: "
         "%s)" % (remembered[name].get("superseded_by") or "a later step", remembered[name].get("reason", ""))))
         for name in start if remembered[name]["decision"] == SUPERSEDED}
-    for name, verdict in revived.items():
-        verdict["message"] = "%s %s, %s." % (name, KEPT, verdict["reason"])
     kept_step = {knob_of[name]: name for name in start if name in knob_of}
     pending = [name for name in experiments if name not in remembered]
     measurements = dict(measurements)
@@ -666,7 +664,7 @@ def held_at_start(wanted, live_before, decided, knobs=None):
     before = set(live_before)
     if decided:
         return [name for name in wanted if name not in before]
-    knob_of = {step: knob for knob, steps in (knobs or {}).items() for step in steps}
+    knob_of = steps_by_knob(knobs)
     running = {knob_of[name] for name in wanted if name in knob_of and name in before}
     return [name for name in wanted if knob_of.get(name) in running and name not in before]
 
@@ -694,15 +692,20 @@ def stopped_verdict(name, knob, step, decision, below=False):
                   "the one before it paid; it stays off, recorded as turned off. To search again, set "
                   "smoke_test_experiments_retry: [%s] and sglang_service_tuning_retry_rejected: true" % (
                       knob, step, decision or "not decided", step))
-    return dict(untried_verdict(name, 0), reason=reason, stopped_at=step, message="%s %s, %s." % (name, UNTRIED, reason))
+    return _decided(name, untried_verdict(name, 0), UNTRIED, reason, stopped_at=step)
 
 
 def superseded_verdict(name, verdict, by):
     """A kept step of a stepped knob, replaced by the next step, which paid on top of it."""
     reason = ("kept, then replaced by the next step of its knob, %s, which paid on top of it: one step of a knob "
               "runs at a time (as measured: %s)" % (by, verdict.get("reason", "")))
-    return dict(verdict, experiment=name, decision=SUPERSEDED, reason=reason, superseded_by=by, remembered=False,
-                message="%s %s, %s." % (name, SUPERSEDED, reason))
+    return _decided(name, verdict, SUPERSEDED, reason, superseded_by=by)
+
+
+def _decided(name, verdict, decision, reason, **fields):
+    """``verdict`` as this run decides it: its decision, its reason and the sentence the reports show."""
+    return dict(verdict, experiment=name, decision=decision, reason=reason, remembered=False,
+                message="%s %s, %s." % (name, decision, reason), **fields)
 
 
 def _remembered(name, verdict):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
 
 
@@ -39,7 +38,7 @@ def reuse_decision(stored, experiments, deployed, settings, memory=None, key="",
     ``ansible_run_tags`` (C(smoke) among them asks for a measurement). ``measurement`` is the stored one, labelled
     with the run that measured it; ``configs`` the smoke test's measurements by configuration key with it ({} where
     it measures); ``reused`` what the report says of it (the run that measured it, and why it stands), None where
-    it measures. ``knobs``: the stepped knobs, as for experiment_step (the data's where not given).
+    it measures. ``knobs``: the stepped knobs, as for experiment_step.
     """
     if not reuse_on:
         return _no("smoke_test_reuse is false")
@@ -62,7 +61,7 @@ def reuse_decision(stored, experiments, deployed, settings, memory=None, key="",
     if experiments:
         remembered = ex.remembered_verdicts(memory, key, retry) if key else {}
         plan = ex.plan_step(list(experiments), {ex.config_key(deployed): stored}, settings, remembered, None,
-                            deployed, experiment_data.stepped() if knobs is None else knobs)
+                            deployed, knobs)
         if not plan["done"]:
             return _no("an experiment is to be decided (%s to measure)" % (
                 ex.config_key(plan["measure"]) or "the baseline"))
