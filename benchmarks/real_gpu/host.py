@@ -15,7 +15,9 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
 
   setup        unpack .real-gpu/site.tar.xz (benchmarks/real_gpu/build_carry.py) into /opt/sm120-real/site; a
                python wrapper that puts it on the path (the service's "venv"); systemctl and journalctl from
-               systemd_standin.py where the host has no systemd; the checkout as the collection sm120.sglang
+               systemd_standin.py where the host has no systemd. Before it, ``go`` copies the checkout to
+               /opt/sm120-real/collections/ansible_collections/sm120/sglang, the collection sm120.sglang as
+               installed, and the run is that copy's: the device tool lays the checkout anew at every call
   model        make_model.py: the Llama of random weights and its tokenizer
   deploy       ansible-playbook playbooks/deploy.yml --tags preflight,service,smoke against inventory/ (local
                connection): the preflight reads the GPU, sglang_service renders and starts the profile
@@ -25,6 +27,9 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
   crash        a start whose server dies after loading (--mem-fraction-static 0.01): the playbook's time to fail,
                against its health timeout (not in a plain run: --only model,crash)
   parity       the parity prompts at temperature 0, before and after a restart of one configuration
+  noise        A/A: SM120_REAL_NOISE_ROUNDS (4) rounds of every load with the smoke test's own measurement, raw
+               timings kept, a restart of the same configuration, as many rounds again (noise.py; not in a plain
+               run: --only ...,noise)
   experiments  the same playbook with two tuning options: the smoke test decides them on real restarts
   rerun        the experiments' playbook again, its phases chosen by --skip-tags rather than named: nothing
                changed, so the smoke test takes the measurement the experiments phase kept (smoke_test_reuse)
@@ -79,6 +84,19 @@ REPO = HERE.parent.parent
 HOME = Path("/opt/sm120-real")
 SITE = HOME / "site"
 PYTHON = HOME / "bin" / "python"
+# The run never reads the checkout it was started from: the device tool lays the working tree anew at every call,
+# and a playbook that reads a role, a task file or a link of the checkout in that moment dies inside Ansible (the
+# experiments phase of a4cfbf0 did: KeyError in play.role_cache, as the role's path through the checkout's
+# .collections link no longer resolved; docs/evidence/real-gpu-harness-relaid-checkout.md). ``go`` copies the
+# checkout to COLLECTION, an installed collection as ansible-galaxy would leave it (a plain folder, no links), and
+# the run in the background is that copy's host.py: its REPO is COLLECTION. CHECKOUT is where ``go`` was called,
+# read only for the carried archive, before the run needs anything else.
+COLLECTIONS = HOME / "collections"
+COLLECTION = COLLECTIONS / "ansible_collections" / "sm120" / "sglang"
+CHECKOUT = Path(os.environ.get("SM120_REAL_CHECKOUT") or REPO)
+# What the copy leaves out: the carried archive (read from CHECKOUT), VCS data, local caches and builds.
+SNAPSHOT_SKIPS = (".git", ".real-gpu", ".collections", ".venv", ".cache", ".whl", ".ansible", ".ee", "reports",
+                  "__pycache__", ".gl")
 # The harness's profiles (inventory/group_vars/gpu_hosts.yml): the shape make_model.py gives each model, and the
 # requests a run of the clients' comparison sends at each load (6 to 20 s a run: on the first harness run, loads of
 # 2 to 13 s spread by up to 34 % from one run to the next). The 1.1 B model is limited by the server's host side on
@@ -102,14 +120,18 @@ URL = "http://127.0.0.1:30000"
 UNIT = "sglang-%s.service" % PROFILE
 TUNING = [name for name in os.environ.get("SM120_REAL_TUNING", "cuda_graph_max_bs_128,max_running_requests_64")
           .split(",") if name]
-PHASES = ("setup", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "rerun", "speculative",
-          "summary")
-# Phases a run without --only leaves out (each costs server starts the others do not need).
-OPT_IN = ("crash", "speculative")
+PHASES = ("setup", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "rerun", "noise",
+          "speculative", "summary")
+# Phases a run without --only leaves out (each costs server starts, or minutes, the others do not need).
+OPT_IN = ("crash", "noise", "speculative")
 REHEARSAL_SKIPS = ("compare", "cause")
 REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
 NEEDS = {"model": "setup", "deploy": "model", "compare": "deploy", "cause": "deploy", "parity": "deploy",
-         "experiments": "deploy", "rerun": "experiments", "speculative": "model", "crash": "model"}
+         "experiments": "deploy", "rerun": "experiments", "speculative": "model", "crash": "model",
+         "noise": "deploy"}
+# The noise phase (issue 36): A/A rounds of the smoke test's own measurement on the deployed server, then a restart
+# of the same configuration and as many rounds again (benchmarks/real_gpu/noise.py, benchmarks/noise_floor.py).
+NOISE_ROUNDS = os.environ.get("SM120_REAL_NOISE_ROUNDS", "4")
 # Speculative decoding (issue 17): the random Llama has no MTP head, so the 1.1 B one drafts for it. STANDALONE is
 # SGLang's EAGLE worker with a draft model of its own, the worker MTP runs with the model's own head; 3 steps, top-1,
 # 4 draft tokens as the GLM-5 option (data/experiments.yml mtp_nextn_3_4). SGLang 0.5.16 resets
@@ -150,13 +172,15 @@ def run(argv, name, env=None, timeout=1800, check=True):
 
 
 def tool_env():
-    env = dict(os.environ, PYTHONPATH="%s:%s" % (SITE, HOME / "collections"), HF_HUB_OFFLINE="1",
+    env = dict(os.environ, PYTHONPATH="%s:%s" % (SITE, COLLECTIONS), HF_HUB_OFFLINE="1",
                TRANSFORMERS_OFFLINE="1", LC_ALL="C.UTF-8", LANG="C.UTF-8", PYTHONUNBUFFERED="1")
     return env
 
 
 def ansible_env():
-    return dict(tool_env(), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+    # The collection is COLLECTION alone: the config's ./.collections would be the checkout's.
+    return dict(tool_env(), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS),
+                ANSIBLE_FORCE_COLOR="0",
                 ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_LOCAL_TEMP=str(WORK / "ansible-tmp"),
                 ANSIBLE_HOME=str(WORK / "ansible-home"))
 
@@ -164,7 +188,7 @@ def ansible_env():
 # ------------------------------------------------------------------ phases
 
 def phase_setup():
-    archive = REPO / ".real-gpu" / "site.tar.xz"
+    archive = CHECKOUT / ".real-gpu" / "site.tar.xz"
     if not archive.exists():
         raise RuntimeError("%s is missing: run benchmarks/real_gpu/build_carry.py here and carry .real-gpu" % archive)
     HOME.mkdir(parents=True, exist_ok=True)
@@ -187,16 +211,6 @@ def phase_setup():
     PYTHON.chmod(0o755)
     for path in (HOME, HOME / "bin"):
         path.chmod(0o755)
-    collection = HOME / "collections" / "ansible_collections" / "sm120"
-    collection.mkdir(parents=True, exist_ok=True)
-    link = collection / "sglang"
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(REPO)
-    (REPO / ".collections" / "ansible_collections").mkdir(parents=True, exist_ok=True)
-    repo_link = REPO / ".collections" / "ansible_collections" / "sm120"
-    if not repo_link.exists():
-        repo_link.symlink_to(collection)
     if not Path("/run/systemd/system").is_dir():
         for program in ("systemctl", "journalctl"):
             path = Path("/usr/local/bin") / program
@@ -396,6 +410,22 @@ def phase_parity():
     log("  parity across a restart: %s; restart %.1f s" % (result["same_across_restart"], restart))
 
 
+def noise_rounds(start):
+    run([str(PYTHON), str(HERE / "noise.py"), "--url", URL, "--model", PROFILE, "--tokenizer", str(MODEL),
+         "--inventory", str(INVENTORY), "--profile", PROFILE, "--rounds", NOISE_ROUNDS, "--start", str(start),
+         "--out", str(RESULTS / "noise.jsonl")], "noise", env=tool_env(), timeout=1500)
+
+
+def phase_noise():
+    """A/A: rounds of every load on the server as deployed, a restart of the same configuration, rounds again."""
+    noise_rounds(1)
+    began = time.monotonic()
+    subprocess.run(["systemctl", "restart", UNIT], check=True, timeout=900)
+    healthy = wait_healthy()
+    log("  noise: restarted in %.1f s (health %.1f s)" % (time.monotonic() - began, healthy))
+    noise_rounds(2)
+
+
 def phase_experiments():
     playbook("experiments", {"sglang_service_tuning": TUNING})
 
@@ -505,8 +535,46 @@ def phase_summary():
 
 # ------------------------------------------------------------------ the run and the calls
 
+# A tracked file of the checkout and the checkout itself, watched while the run goes on: what the device tool's
+# next call does to them is in results/checkout-watch.jsonl (the evidence that the run must not read the checkout).
+WATCHED = ("roles/smoke_test/tasks/measure.yml", "benchmarks/real_gpu/host.py", ".")
+
+
+def checkout_state(checkout):
+    """Each watched path's (inode, mtime) or None where it is missing, and the realpath of the role's folder."""
+    state = {}
+    for name in WATCHED:
+        try:
+            st = os.lstat(Path(checkout) / name)
+            state[name] = [st.st_ino, round(st.st_mtime, 3)]
+        except OSError:
+            state[name] = None
+    state["realpath roles/smoke_test"] = os.path.realpath(Path(checkout) / "roles" / "smoke_test")
+    return state
+
+
+def watch_checkout(stop, every=0.25):
+    """Logs each change of checkout_state(CHECKOUT) with its time, until ``stop`` is set."""
+    last = checkout_state(CHECKOUT)
+    with open(RESULTS / "checkout-watch.jsonl", "a") as out:
+        out.write(json.dumps({"at": time.time(), "checkout": str(CHECKOUT), "state": last}) + "\n")
+        out.flush()
+        while not stop.wait(every):
+            now = checkout_state(CHECKOUT)
+            if now != last:
+                changed = sorted(name for name in now if now[name] != last.get(name))
+                out.write(json.dumps({"at": time.time(), "changed": changed, "state": now}) + "\n")
+                out.flush()
+                log("  the checkout changed under the run: %s" % ", ".join(changed))
+                last = now
+
+
 def run_all(only=None):
+    import threading
     RESULTS.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch_checkout, args=(stop,), daemon=True)
+    watcher.start()
     status = {}
     for name in PHASES:
         if ((only and name not in only and name != "summary") or (not only and name in OPT_IN)
@@ -527,6 +595,8 @@ def run_all(only=None):
             log("phase %s FAILED: %s" % (name, str(exc)[-500:]))
         status[name]["seconds"] = round(time.monotonic() - began, 1)
         (RESULTS / "phases.json").write_text(json.dumps(status, indent=1))
+    stop.set()
+    watcher.join(timeout=5)
     log("done")
     DONE.write_text(json.dumps(status))
 
@@ -540,13 +610,36 @@ def running():
         return None
 
 
+def snapshot(checkout, collection):
+    """The checkout copied to ``collection``, a plain folder (links copied as links, none made): what the run reads
+    from then on, whatever the device tool does to the checkout at its next call. Returns the copy's size in files."""
+    checkout, collection = Path(checkout).resolve(), Path(collection)
+    if collection == checkout or checkout in collection.parents:
+        raise ValueError("the snapshot %s would be inside the checkout %s it copies" % (collection, checkout))
+    if collection.is_symlink():
+        collection.unlink()
+    shutil.rmtree(collection, ignore_errors=True)
+    collection.parent.mkdir(parents=True, exist_ok=True)
+    partial = collection.with_name(collection.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(checkout, partial, symlinks=True, ignore=shutil.ignore_patterns(*SNAPSHOT_SKIPS))
+    partial.rename(collection)
+    return sum(len(files) for _root, _dirs, files in os.walk(collection))
+
+
 def start(only):
     WORK.mkdir(parents=True, exist_ok=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, str(Path(__file__).resolve()), "run"] + (["--only", ",".join(only)] if only else [])
+    began = time.monotonic()
+    files = snapshot(REPO, COLLECTION)
+    log("  the checkout %s copied to %s (%d files, %.1f s): the run reads the copy" % (
+        REPO, COLLECTION, files, time.monotonic() - began))
+    argv = [sys.executable, str(COLLECTION / "benchmarks" / "real_gpu" / "host.py"), "run"] + (
+        ["--only", ",".join(only)] if only else [])
+    env = dict(os.environ, SM120_REAL_CHECKOUT=str(REPO))
     with open(LOG, "ab") as out:
         child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, cwd=REPO)
+                                 start_new_session=True, cwd=COLLECTION, env=env)
     PID.write_text(str(child.pid))
     return child.pid
 

@@ -5,8 +5,11 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
+import subprocess
 import sys
+import textwrap
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HARNESS = ROOT / "benchmarks" / "real_gpu"
@@ -53,3 +56,124 @@ def test_the_tuning_the_experiments_phase_adds_is_checked_against_the_data_befor
     assert "SM120_REAL_TUNING names nccl_fast, not a tuning option of data/experiments.yml" in capsys.readouterr().err
     monkeypatch.delenv("SM120_REAL_TUNING")
     assert _host().TUNING == ["cuda_graph_max_bs_128", "max_running_requests_64"]
+
+# The real-GPU harness runs from a copy of the checkout, not the checkout (benchmarks/real_gpu/host.py snapshot).
+#
+# The device tool lays the working tree anew at every call, while the harness's run goes on in the background. On
+# a4cfbf0 the experiments phase died there inside Ansible: Unexpected Exception, this is probably a bug:
+# '<checkout>/.collections/ansible_collections/sm120/sglang/roles/smoke_test', a KeyError in play.role_cache.
+# Ansible keys a role by the realpath of its folder when it loads it and looks the key up again as each task's
+# result comes back; a role reached through the checkout's .collections link whose link is gone for a moment
+# gets another key, which is not in the cache. These tests run the real ansible-core of the controller venv: the
+# first shows that failure where a checkout is re-laid under a play (so a change of Ansible that makes it go away
+# shows here), the second that a play run from snapshot's copy passes the same re-lay.
+
+GALAXY = "namespace: sm120\nname: sglang\nversion: 1.0.0\nreadme: README.md\nauthors: [sm120.sglang contributors]\n"
+# The shape of the experiments role's round: a role including another role's entry point, in a loop, as
+# roles/experiments/tasks/round.yml includes the smoke test's measure entry point. The second measurement re-lays
+# the checkout, as the device tool's second call did.
+FILES = {
+    "galaxy.yml": GALAXY,
+    "README.md": "a collection of the test\n",
+    "roles/smoke_test/tasks/measure.yml": """
+        - name: Measure
+          ansible.builtin.debug:
+            msg: "measure {{ label }}"
+        - name: The device tool lays the checkout anew (its .collections link is gone, then back)
+          ansible.builtin.command: "{{ relay }}"
+          when: label == 'round 2'
+          changed_when: true
+        """,
+    "roles/experiments/tasks/main.yml": """
+        - name: Measure the configurations
+          ansible.builtin.include_tasks: round.yml
+          loop: [1, 2, 3]
+        """,
+    "roles/experiments/tasks/round.yml": """
+        - name: Measure it
+          ansible.builtin.include_role:
+            name: sm120.sglang.smoke_test
+            tasks_from: measure
+          vars:
+            label: "round {{ item }}"
+        """,
+    "playbooks/deploy.yml": """
+        - name: Decide
+          hosts: localhost
+          gather_facts: false
+          tasks:
+            - name: Decide each experiment
+              ansible.builtin.include_role:
+                name: sm120.sglang.experiments
+        """,
+}
+
+
+def _checkout(tmp_path):
+    checkout = tmp_path / "checkout"
+    for name, text in FILES.items():
+        path = checkout / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return checkout
+
+
+def _playbook(repo, collections, relay):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_LOCAL_TEMP=str(repo.parent / "tmp"), ANSIBLE_HOME=str(repo.parent / "home"),
+               ANSIBLE_CONFIG="", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
+    return subprocess.run([sys.executable, "-m", "ansible", "playbook", "playbooks/deploy.yml", "-i", "localhost,",
+                           "-c", "local", "-e", "relay='%s'" % relay,
+                           "-e", "ansible_python_interpreter=%s" % sys.executable], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def test_a_play_that_reads_a_checkout_laid_anew_under_it_dies_inside_ansible(tmp_path):
+    checkout = _checkout(tmp_path)
+    # The harness's old layout: the checkout is the collection through its own .collections link.
+    link = checkout / ".collections" / "ansible_collections" / "sm120"
+    link.parent.mkdir(parents=True)
+    outside = tmp_path / "opt" / "ansible_collections" / "sm120"
+    outside.mkdir(parents=True)
+    (outside / "sglang").symlink_to(checkout)
+    link.symlink_to(outside)
+    relay = "rm %s" % link
+    done = _playbook(checkout, checkout / ".collections", relay)
+    assert done.returncode != 0, done.stdout
+    said = done.stdout + done.stderr
+    assert "Unexpected Exception, this is probably a bug" in said, said[-3000:]
+    assert "%s/sglang/roles/smoke_test" % link in said, said[-3000:]
+
+
+def test_a_play_run_from_the_snapshot_passes_the_same_relay(tmp_path):
+    host = _host()
+    checkout = _checkout(tmp_path)
+    collections = tmp_path / "opt" / "collections"
+    copy = collections / "ansible_collections" / "sm120" / "sglang"
+    files = host.snapshot(checkout, copy)
+    assert files == len(FILES)
+    assert not copy.is_symlink() and os.path.realpath(copy) == str(copy)
+    # The re-lay takes the whole checkout away for the rest of the play.
+    done = _playbook(copy, collections, "mv %s %s" % (checkout, tmp_path / "relaid"))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "measure round 3" in done.stdout
+    assert not checkout.exists()
+
+
+def test_the_snapshot_leaves_out_the_archive_and_caches_and_refuses_a_copy_inside_the_checkout(tmp_path):
+    host = _host()
+    checkout = _checkout(tmp_path)
+    for skipped in (".real-gpu/site.tar.xz", ".git/HEAD", ".collections/x", "roles/x/__pycache__/a.pyc"):
+        path = checkout / skipped
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    copy = tmp_path / "c" / "sglang"
+    (copy / "stale").mkdir(parents=True)  # a copy of an earlier run goes
+    host.snapshot(checkout, copy)
+    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file()) == sorted(FILES)
+    try:
+        host.snapshot(checkout, checkout / "inner")
+    except ValueError as exc:
+        assert "inside the checkout" in str(exc)
+    else:
+        raise AssertionError("a snapshot inside the checkout was not refused")
