@@ -403,8 +403,11 @@ def server_info_figures(plan, target):
         connection.close()
 
 
-def run_benchmark(plan, power=PowerPlan()):
-    """Warm up, then measure; return the figures or raise BenchmarkError naming the URL and what happened."""
+def run_benchmark(plan, power=PowerPlan(), on_drive=None):
+    """Warm up, then measure; return the figures or raise BenchmarkError naming the URL and what happened.
+
+    ``on_drive``, where given, is called with the measured run's DriveResult (every request's timings) before the
+    figures are checked: the real-GPU harness's noise phase keeps them (benchmarks/real_gpu/noise.py)."""
     plan = resolved(plan)
     check_plan(plan)
     if power.enabled and not power.interval > 0:
@@ -423,6 +426,8 @@ def run_benchmark(plan, power=PowerPlan()):
     finally:
         sampler.stop()
 
+    if on_drive is not None:
+        on_drive(drive)
     result = {"url": target.url, "warmup_failed_requests": warmup_failed, "prompt_format": plan.prompt_format}
     result.update(summarize_requests(drive, plan.input_tokens))
     result["power"] = sampler.summary(result["duration_s"], result["output_tokens_total"])

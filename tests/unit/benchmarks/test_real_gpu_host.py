@@ -177,3 +177,28 @@ def test_the_snapshot_leaves_out_the_archive_and_caches_and_refuses_a_copy_insid
         assert "inside the checkout" in str(exc)
     else:
         raise AssertionError("a snapshot inside the checkout was not refused")
+
+
+def test_the_noise_phase_keeps_tokens_by_100_ms_and_each_request_s_times():
+    sys.path.insert(0, str(HARNESS))
+    try:
+        spec = importlib.util.spec_from_file_location("real_gpu_noise", HARNESS / "noise.py")
+        noise = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(noise)
+    finally:
+        sys.path.remove(str(HARNESS))
+    from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_requests import DriveResult
+    from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_stream import Outcome
+
+    def outcome(started, times, tokens):
+        return Outcome(started=started, finished=times[-1] + 0.01, first_token=times[0],
+                       token_times=times, completion_tokens=tokens)
+
+    # Two chunks of 2 tokens each (speculative decoding sends several a chunk), one of 1; a failed request and one
+    # never started count for nothing.
+    drive = DriveResult(outcomes=[outcome(100.0, [100.05, 100.25], 4), outcome(100.0, [100.31], 1),
+                                  Outcome(started=100.0, finished=100.1, error="x"), None],
+                        started=100.0, finished=100.4)
+    kept = noise.timings(drive)
+    assert kept["tokens_by_100ms"] == [2.0, 0.0, 2.0, 1.0]
+    assert kept["requests"] == [[0.0, 50.0, 260.0, 4], [0.0, 310.0, 320.0, 1]]

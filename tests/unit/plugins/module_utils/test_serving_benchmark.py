@@ -212,6 +212,16 @@ def test_counts_and_latencies_come_from_the_stream():
     assert result["power"]["reason"] == "sample_power is false"
 
 
+def test_on_drive_gets_the_measured_requests_and_not_the_warm_up():
+    kept = []
+    with SseServer(first_token_delay=0.02, token_delay=0.002) as server:
+        result = sb.run_benchmark(plan_for(server.url), NO_POWER, on_drive=kept.append)
+    assert len(kept) == 1 and len(kept[0].outcomes) == result["completed_requests"] == 6
+    for outcome in kept[0].outcomes:
+        assert kept[0].started <= outcome.started <= outcome.first_token <= outcome.finished <= kept[0].finished
+        assert len(outcome.token_times) >= 1
+
+
 def test_the_accept_length_is_read_from_server_info_after_the_run_as_bench_serving_reads_it():
     info = {"speculative_algorithm": "EAGLE", "internal_states": [{"avg_spec_accept_length": 3.2143}]}
     with SseServer(server_info=info) as server:
