@@ -1,0 +1,195 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The noise of the smoke test's measurement on a real server, where it comes from, and what the verdict can see.
+
+Reads the A/A runs of the real-GPU harness's noise phase (benchmarks/real_gpu/noise.py: rounds of every load of one
+configuration, a restart, as many rounds again; each run's output tokens by 100 ms and every request's times) and
+counts each run three ways, on the very same runs:
+
+  whole    output tokens / (last request's end - run's start): what the smoke test reports and decides on
+  steady   output tokens counted only while the load's concurrency was streaming: from the first moment every one
+           of its requests had its first token to the last such moment (the first wave's prefill and the drain
+           left out), from the requests' own times
+  server   the server's own generation-token counter (/metrics) over the client's run, divided by its wall time
+
+For each way and load it prints the spread within a start (coefficient of variation, and (max - min) / median as
+compare_load uses it), the change between the two starts' medians, and the first run of each start against the
+rest. Then the band rule of plugins/plugin_utils/experiments.py (compare_load, the very function) on pairs of k
+runs (A/A: any verdict is false; within a start and across starts) and its power to see a known change (the
+candidate's runs scaled by x0.90, x0.95, x1.05, x1.10), with the smallest change it calls at that k.
+
+    python3 benchmarks/noise_floor.py docs/evidence/real-gpu-noise/noise.jsonl            # k 2
+    python3 benchmarks/noise_floor.py docs/evidence/real-gpu-noise/noise.jsonl --k 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+# Beside this script (run as a script, its directory is on sys.path).
+from h200_power_sampling import put_collection_on_path
+
+put_collection_on_path(None)
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments  # noqa: E402  pylint: disable=wrong-import-position
+
+WAYS = ("whole", "steady", "server")
+EFFECTS = (0.90, 0.95, 1.05, 1.10)
+BIN_S = 0.1
+
+
+def steady_window(requests, concurrency):
+    """(start, end) in s of the time every one of min(concurrency, requests) requests was streaming (between its
+    first token and its end), from each request's [start ms, first token ms, end ms, tokens]; None where the count
+    never reached it."""
+    target = min(concurrency, len(requests))
+    events = sorted([(first / 1000.0, 1) for _s, first, _e, _t in requests] +
+                    [(end / 1000.0, -1) for _s, _f, end, _t in requests], key=lambda item: (item[0], item[1]))
+    streaming, begin, last_end = 0, None, None
+    for at, step in events:
+        was = streaming
+        streaming += step
+        if streaming >= target and was < target and begin is None:
+            begin = at
+        if was >= target and streaming < target:
+            last_end = at
+    if begin is None or last_end is None or last_end <= begin:
+        return None
+    return begin, last_end
+
+
+def tokens_between(bins, begin, end):
+    """Output tokens of the 100 ms bins between ``begin`` and ``end`` s, the edge bins taken in part."""
+    total = 0.0
+    for index, tokens in enumerate(bins):
+        low, high = index * BIN_S, (index + 1) * BIN_S
+        overlap = min(high, end) - max(low, begin)
+        if overlap > 0:
+            total += tokens * overlap / BIN_S
+    return total
+
+
+def ways(row):
+    """The run's output tok/s counted each way, and the share of its time the steady window left out."""
+    found = {"whole": row["output_tokens_per_s"]}
+    window = steady_window(row["requests"], row["concurrency"])
+    if window:
+        found["steady"] = tokens_between(row["tokens_by_100ms"], *window) / (window[1] - window[0])
+        found["left_out"] = 1 - (window[1] - window[0]) / row["duration_s"]
+    wall = row["ended"] - row["began"]
+    if row.get("server", {}).get("generation_tokens"):
+        # The counter also counts the 4 warm-up requests', whose time is in the wall time too.
+        found["server"] = row["server"]["generation_tokens"] / wall
+    return found
+
+
+def cv(values):
+    return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
+
+
+def band_verdict(base, cand, k_multiple=2.0):
+    found = experiments.compare_load([{"output_tokens_per_s": v} for v in base],
+                                     [{"output_tokens_per_s": v} for v in cand],
+                                     {"tolerance": 0.03, "noise_multiple": k_multiple})
+    return found["verdict"], found["band"]
+
+
+def pairs(by_start, k):
+    """Ordered pairs of k-run measurements of one load: (kind, baseline runs, candidate runs); within a start only
+    disjoint subsets, across starts every subset of one against every subset of the other."""
+    found = []
+    starts = sorted(by_start)
+    for start in starts:
+        for left, right in itertools.permutations(itertools.combinations(range(len(by_start[start])), k), 2):
+            if not set(left) & set(right):
+                found.append(("within", [by_start[start][i] for i in left], [by_start[start][i] for i in right]))
+    for first, second in itertools.permutations(starts, 2):
+        for left in itertools.combinations(by_start[first], k):
+            for right in itertools.combinations(by_start[second], k):
+                found.append(("across", list(left), list(right)))
+    return found
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("noise", type=Path, help="noise.jsonl of the harness's noise phase")
+    parser.add_argument("--k", type=int, default=2, help="runs a measurement (the smoke test's repeats)")
+    args = parser.parse_args(argv)
+    rows = [json.loads(line) for line in args.noise.read_text().splitlines() if line.strip()]
+    loads = sorted({row["load"] for row in rows}, key=lambda name: min(r["concurrency"] for r in rows
+                                                                         if r["load"] == name))
+    table = {}
+    print("## The spread of one configuration, per load and way of counting (%s, %d runs)\n" % (args.noise, len(rows)))
+    print("| load | way | runs | median tok/s | CV within start 1 / 2 | (max-min)/median within 1 / 2 | start 2 vs 1 "
+          "| first run of a start vs the rest | left out of the run |")
+    print("| --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: |")
+    for load in loads:
+        mine = sorted((r for r in rows if r["load"] == load), key=lambda r: (r["start"], r["round"]))
+        counted = [(r, ways(r)) for r in mine]
+        for way in WAYS:
+            by_start = {}
+            for row, found in counted:
+                if way in found:
+                    by_start.setdefault(row["start"], []).append(found[way])
+            if not by_start:
+                continue
+            table[(load, way)] = by_start
+            starts = sorted(by_start)
+            everything = [v for s in starts for v in by_start[s]]
+            medians = [experiments.median(by_start[s]) for s in starts]
+            drift = medians[-1] / medians[0] - 1 if len(medians) > 1 else 0.0
+            first = [by_start[s][0] for s in starts]
+            rest = [v for s in starts for v in by_start[s][1:]]
+            first_vs_rest = statistics.mean(first) / statistics.mean(rest) - 1 if rest else 0.0
+            left_out = [found["left_out"] for _r, found in counted if "left_out" in found]
+            print("| %s | %s | %d | %.1f | %s | %s | %+.1f %% | %+.1f %% | %s |" % (
+                load, way, len(everything), experiments.median(everything),
+                " / ".join("%.1f %%" % (100 * cv(by_start[s])) for s in starts),
+                " / ".join("%.1f %%" % (100 * experiments.spread(by_start[s])) for s in starts),
+                100 * drift, 100 * first_vs_rest,
+                "%.0f %%" % (100 * statistics.mean(left_out)) if way == "steady" and left_out else ""))
+    print("\n## The band rule (experiments.compare_load, tolerance 3 %%, 2 x spread) on measurements of %d runs\n"
+          % args.k)
+    print("| load | way | A/A pairs within / across starts | false verdicts within / across | median band | "
+          + " | ".join("sees x%.2f" % e for e in EFFECTS) + " |")
+    print("| --- | --- | --- | --- | ---: | " + " | ".join("---:" for _ in EFFECTS) + " |")
+    for (load, way), by_start in table.items():
+        found = pairs(by_start, args.k)
+        if not found:
+            continue
+        false = {"within": [0, 0], "across": [0, 0]}
+        bands, seen = [], {e: 0 for e in EFFECTS}
+        for kind, base, cand in found:
+            verdict, band = band_verdict(base, cand)
+            false[kind][1] += 1
+            false[kind][0] += verdict != experiments.NEUTRAL
+            bands.append(band)
+            for effect in EFFECTS:
+                scaled, _band = band_verdict(base, [v * effect for v in cand])
+                seen[effect] += scaled == (experiments.GAIN if effect > 1 else experiments.REGRESSION)
+        print("| %s | %s | %d / %d | %s | ±%.1f %% | %s |" % (
+            load, way, false["within"][1], false["across"][1],
+            " / ".join("%d (%.0f %%)" % (bad, 100 * bad / total) if total else "-" for bad, total in false.values()),
+            100 * experiments.median(bands),
+            " | ".join("%.0f %%" % (100 * seen[e] / len(found)) for e in EFFECTS)))
+    print("\nThe smallest change a measurement of k runs can tell apart from a pooled CV, at 5 % false verdicts and "
+          "80 % power (two-sided, normal): 2.8 x CV x sqrt(2 / k).\n")
+    print("| load | way | pooled CV | smallest change, k = 2 / 3 / 5 / 8 |")
+    print("| --- | --- | ---: | --- |")
+    for (load, way), by_start in table.items():
+        deviations = [v / statistics.mean(runs) - 1 for runs in by_start.values() if len(runs) > 1 for v in runs]
+        if len(deviations) < 3:
+            continue
+        pooled = math.sqrt(sum(d * d for d in deviations) / (len(deviations) - len(by_start)))
+        print("| %s | %s | %.1f %% | %s |" % (load, way, 100 * pooled, " / ".join(
+            "±%.1f %%" % (100 * 2.8 * pooled * math.sqrt(2 / k)) for k in (2, 3, 5, 8))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
