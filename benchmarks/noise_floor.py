@@ -92,10 +92,13 @@ def cv(values):
     return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
 
 
-def band_verdict(base, cand, k_multiple=2.0):
+MULTIPLE = [experiments.DEFAULTS["noise_multiple"]]
+
+
+def band_verdict(base, cand):
     found = experiments.compare_load([{"output_tokens_per_s": v} for v in base],
                                      [{"output_tokens_per_s": v} for v in cand],
-                                     {"tolerance": 0.03, "noise_multiple": k_multiple})
+                                     {"tolerance": 0.03, "noise_multiple": MULTIPLE[0]})
     return found["verdict"], found["band"]
 
 
@@ -119,17 +122,20 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("noise", type=Path, help="noise.jsonl of the harness's noise phase")
     parser.add_argument("--k", type=int, default=2, help="runs a measurement (the smoke test's repeats)")
+    parser.add_argument("--noise-multiple", type=float, default=experiments.DEFAULTS["noise_multiple"],
+                        help="the band's noise_multiple (smoke_test_experiment_noise_multiple)")
     args = parser.parse_args(argv)
+    MULTIPLE[0] = args.noise_multiple
     rows = [json.loads(line) for line in args.noise.read_text().splitlines() if line.strip()]
     loads = sorted({row["load"] for row in rows}, key=lambda name: min(r["concurrency"] for r in rows
                                                                          if r["load"] == name))
     table = {}
     print("## The spread of one configuration, per load and way of counting (%s, %d runs)\n" % (args.noise, len(rows)))
-    print("| load | way | runs | median tok/s | CV within start 1 / 2 | (max-min)/median within 1 / 2 | start 2 vs 1 "
+    print("| load | way | runs | median tok/s | CV within each start | (max-min)/median within each start | last start vs first "
           "| first run of a start vs the rest | left out of the run |")
     print("| --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: |")
     for load in loads:
-        mine = sorted((r for r in rows if r["load"] == load), key=lambda r: (r["start"], r["round"]))
+        mine = sorted((r for r in rows if r["load"] == load), key=lambda r: r["began"])
         counted = [(r, ways(r)) for r in mine]
         for way in WAYS:
             by_start = {}
@@ -139,7 +145,7 @@ def main(argv=None):
             if not by_start:
                 continue
             table[(load, way)] = by_start
-            starts = sorted(by_start)
+            starts = list(by_start)  # in the order the runs were made
             everything = [v for s in starts for v in by_start[s]]
             medians = [experiments.median(by_start[s]) for s in starts]
             drift = medians[-1] / medians[0] - 1 if len(medians) > 1 else 0.0
@@ -153,8 +159,25 @@ def main(argv=None):
                 " / ".join("%.1f %%" % (100 * experiments.spread(by_start[s])) for s in starts),
                 100 * drift, 100 * first_vs_rest,
                 "%.0f %%" % (100 * statistics.mean(left_out)) if way == "steady" and left_out else ""))
-    print("\n## The band rule (experiments.compare_load, tolerance 3 %%, 2 x spread) on measurements of %d runs\n"
-          % args.k)
+    print("\n## Where it comes from: the session's drift and the order of the loads (whole runs)\n")
+    print("| load | change per 10 min of the session (least squares) | mean by position in the round, against the "
+          "load's mean |")
+    print("| --- | ---: | --- |")
+    origin = min(row["began"] for row in rows)
+    for load in loads:
+        mine = [row for row in rows if row["load"] == load]
+        times = [(row["began"] - origin) / 600.0 for row in mine]
+        values = [row["output_tokens_per_s"] for row in mine]
+        mean_t, mean_v = statistics.mean(times), statistics.mean(values)
+        denominator = sum((t - mean_t) ** 2 for t in times)
+        slope = sum((t - mean_t) * (v - mean_v) for t, v in zip(times, values)) / denominator if denominator else 0.0
+        positions = sorted({row["position"] for row in mine})
+        print("| %s | %+.1f %% | %s |" % (load, 100 * slope / mean_v, ", ".join(
+            "%d: %+.1f %%" % (position, 100 * (statistics.mean(
+                [row["output_tokens_per_s"] for row in mine if row["position"] == position]) / mean_v - 1))
+            for position in positions)))
+    print("\n## The band rule (experiments.compare_load, tolerance 3 %%, noise_multiple %g) on measurements of %d runs\n"
+          % (args.noise_multiple, args.k))
     print("| load | way | A/A pairs within / across starts | false verdicts within / across | median band | "
           + " | ".join("sees x%.2f" % e for e in EFFECTS) + " |")
     print("| --- | --- | --- | --- | ---: | " + " | ".join("---:" for _ in EFFECTS) + " |")
@@ -177,6 +200,31 @@ def main(argv=None):
             " / ".join("%d (%.0f %%)" % (bad, 100 * bad / total) if total else "-" for bad, total in false.values()),
             100 * experiments.median(bands),
             " | ".join("%.0f %%" % (100 * seen[e] / len(found)) for e in EFFECTS)))
+    print("\n## An order that cancels drift: 2k runs in a row of one load, as baseline and candidate (whole runs)\n")
+    print("Blocked: the first k runs the baseline, the next k the candidate (the experiments role's order: the "
+          "baseline measured as deployed, each candidate after it). Interleaved: the runs taken in turn, "
+          "baseline, candidate, baseline, ... (what measuring the baseline again after a candidate approaches).\n")
+    print("| load | order | A/A windows | false verdicts | median change, A/A | sees x0.90 | sees x1.10 |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for load in loads:
+        values = [row["output_tokens_per_s"] for row in sorted((r for r in rows if r["load"] == load),
+                                                               key=lambda r: r["began"])]
+        for order in ("blocked", "interleaved"):
+            false, seen_low, seen_high, changes, windows = 0, 0, 0, [], 0
+            for first in range(0, len(values) - 2 * args.k + 1):
+                window = values[first:first + 2 * args.k]
+                base, cand = ((window[:args.k], window[args.k:]) if order == "blocked"
+                              else (window[0::2], window[1::2]))
+                windows += 1
+                verdict, _band = band_verdict(base, cand)
+                false += verdict != experiments.NEUTRAL
+                changes.append(abs(experiments.median(cand) / experiments.median(base) - 1))
+                seen_low += band_verdict(base, [v * 0.9 for v in cand])[0] == experiments.REGRESSION
+                seen_high += band_verdict(base, [v * 1.1 for v in cand])[0] == experiments.GAIN
+            if windows:
+                print("| %s | %s | %d | %d (%.0f %%) | %.1f %% | %.0f %% | %.0f %% |" % (
+                    load, order, windows, false, 100 * false / windows, 100 * experiments.median(changes),
+                    100 * seen_low / windows, 100 * seen_high / windows))
     print("\nThe smallest change a measurement of k runs can tell apart from a pooled CV, at 5 % false verdicts and "
           "80 % power (two-sided, normal): 2.8 x CV x sqrt(2 / k).\n")
     print("| load | way | pooled CV | smallest change, k = 2 / 3 / 5 / 8 |")

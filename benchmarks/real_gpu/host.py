@@ -410,7 +410,9 @@ def phase_parity():
     log("  parity across a restart: %s; restart %.1f s" % (result["same_across_restart"], restart))
 
 
-def noise_rounds(start):
+def noise_rounds():
+    # The server start the rounds are of: its unit's start time, the same for rounds of one process in two calls.
+    start = int(unit_times().get("started") or time.time())
     run([str(PYTHON), str(HERE / "noise.py"), "--url", URL, "--model", PROFILE, "--tokenizer", str(MODEL),
          "--inventory", str(INVENTORY), "--profile", PROFILE, "--rounds", NOISE_ROUNDS, "--start", str(start),
          "--out", str(RESULTS / "noise.jsonl")], "noise", env=tool_env(), timeout=1500)
@@ -418,12 +420,12 @@ def noise_rounds(start):
 
 def phase_noise():
     """A/A: rounds of every load on the server as deployed, a restart of the same configuration, rounds again."""
-    noise_rounds(1)
+    noise_rounds()
     began = time.monotonic()
     subprocess.run(["systemctl", "restart", UNIT], check=True, timeout=900)
     healthy = wait_healthy()
     log("  noise: restarted in %.1f s (health %.1f s)" % (time.monotonic() - began, healthy))
-    noise_rounds(2)
+    noise_rounds()
 
 
 def phase_experiments():

@@ -14,6 +14,7 @@ of counting needs, so that candidates are compared on the same runs (benchmarks/
   tokens_by_100ms  output tokens by 100 ms from the run's start (a chunk's tokens at its arrival time)
   requests         each request's start, first token and end (ms from the run's start) and its output tokens
   server           the server's own counters over the run (/metrics, --enable-metrics): generation tokens, ...
+  power            the GPUs' power, SM clock and throttle reasons over the run, as the smoke test samples them
 
 ``--start`` labels the server start the rows belong to (the harness restarts the server between two calls).
 """
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 
 from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark import BenchmarkPlan, run_benchmark
+from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_power import PowerPlan
 from compare_clients import loads_of, metrics, witness
 
 
@@ -72,7 +74,8 @@ def main(argv=None):
     parser.add_argument("--inventory", type=Path, required=True)
     parser.add_argument("--profile", required=True)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--start", type=int, default=1, help="which server start these runs are of")
+    parser.add_argument("--start", type=int, default=1,
+                        help="which server start these runs are of (the harness: the unit's start time)")
     parser.add_argument("--loads", default="", help="comma-separated load names (all of the profile's if empty)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -93,7 +96,10 @@ def main(argv=None):
                 kept = {}
                 before = counters(args.url)
                 began = time.time()
-                result = run_benchmark(plan, on_drive=lambda drive: kept.update(timings(drive)))
+                # The GPUs' power, SM clock and throttle reasons as the smoke test samples them: the first H100 run
+                # drifted 20 % at c256 over 20 minutes while the smoke test saw the card power-capped.
+                result = run_benchmark(plan, PowerPlan(enabled=True, interval=0.5),
+                                       on_drive=lambda drive: kept.update(timings(drive)))
                 ended = time.time()
                 server = witness(before, counters(args.url))
                 row = {"start": args.start, "round": number, "position": position, "load": name,
@@ -101,7 +107,7 @@ def main(argv=None):
                        "ended": ended, "output_tokens_per_s": result["output_tokens_per_s"],
                        "duration_s": result["duration_s"], "output_tokens_total": result["output_tokens_total"],
                        "failed": result["failed_requests"], "ttft_ms": result["ttft_ms"], "itl_ms": result["itl_ms"],
-                       "server": server}
+                       "server": server, "power": result["power"]}
                 row.update(kept)
                 out.write(json.dumps(row) + "\n")
                 out.flush()

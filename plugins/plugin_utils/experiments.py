@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils import noise_band
 from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import UNKNOWN, result_host_verdict
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_data import in_step_order, knob_of as steps_by_knob
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
@@ -65,8 +66,8 @@ UNTRIED = "untried"
 # Recorded as turned off and remembered; the search goes on past it.
 SUPERSEDED = "superseded"
 GAIN, NEUTRAL, REGRESSION = "gain", "no measurable change", "regression"
-DEFAULTS = {"tolerance": 0.03, "noise_multiple": 2.0, "parity_min_match": 1.0, "parity_min_prefix": 0.25,
-            "restart_budget": None}
+DEFAULTS = {"tolerance": 0.03, "noise_multiple": 3.0, "parity_min_match": 1.0, "parity_min_prefix": 0.25,
+            "restart_budget": None, "resolution": 0.10}
 
 
 class ExperimentError(ValueError):
@@ -101,6 +102,11 @@ def settings_of(raw):
     if prefix is None or not 0 < prefix <= 1:
         raise ExperimentError("smoke_test_parity_min_prefix must be a fraction above 0 up to 1 (1 is the whole text, "
                               "token-exact), got %r" % (merged["parity_min_prefix"],))
+    resolution = merged["resolution"]
+    if isinstance(resolution, bool) or number(resolution) is None or not 0 <= number(resolution) < 1:
+        raise ExperimentError("smoke_test_experiment_resolution must be a fraction from 0 up to 1 (0.10: a verdict "
+                              "must see a change of 10 %%; 0: no goal), got %r" % (resolution,))
+    resolution = number(resolution) or None
     budget = merged["restart_budget"]
     if budget is not None and (isinstance(budget, bool) or number(budget) is None or number(budget) < 0
                                or number(budget) != int(number(budget))):
@@ -116,7 +122,8 @@ def settings_of(raw):
                               "themselves (smoke_test_loads), got %r" % (loads,))
     return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity,
             "parity_min_prefix": prefix, "loads": list(loads), "slo": check_slo(slo or {}),
-            "restart_budget": None if budget is None else int(number(budget)), "concurrency": dict(concurrency)}
+            "restart_budget": None if budget is None else int(number(budget)), "concurrency": dict(concurrency),
+            "resolution": resolution}
 
 
 def config_key(names):
@@ -158,26 +165,53 @@ def summary(results, where="a measurement"):
 
 
 def compare_load(baseline_results, candidate_results, settings, load=""):
-    """One load: the candidate's median against the baseline's, in a band set by the tolerance and the noise.
+    """One load: the candidate's median against the baseline's, in a band set by the tolerance and the noise, and
+    what this comparison could see.
 
-    Why this band and not vLLM's conservative score (median - 1.4826 x MAD, the higher by 1 % wins): on the only
-    real A/A data there is, four measurements of one SGLang 0.5.16 configuration at four loads, three runs each
-    (benchmarks/noise_rules.py, docs/evidence/real-sglang-h200.md), the band called 7 of 48 ordered pairs a
-    change, the MAD score 46 (40 with vLLM's relative-MAD <= 0.1 stability check). With three runs the MAD is
-    the smaller of the two outer deviations, so the rule ignores the worst run by construction and reads every
-    difference of the medians as a verdict. The band's 15 % of false verdicts comes from drift between
-    measurements that the spread within one does not show (at c64 one configuration measured 11,069 and then
-    16,092 tok/s); noise_multiple 3 halves it (3 of 48) at the cost of power (a true x1.25 seen in 10 of 48
-    pairs instead of 17). On noise like that host's, more repeats, not another statistic, buy certainty.
+    The band (plugin_utils/noise_band.py) is the larger of the tolerance and noise_multiple / 2 times the 95 %
+    confidence half-width of the difference, from the runs' pooled coefficient of variation: it narrows as runs are
+    added. The range rule before it ((max - min) / median of the repeats, times noise_multiple) could not: on 10
+    real runs a load of one configuration on an H100 (docs/evidence/real-sglang-h100-2026-12-05.md) it called 10 to
+    12 % of A/A pairs at c64 a change and saw a true x1.10 at c256 in 9 % of pairs. The band is what the verdict could
+    see: "no measurable change" means within it. Where it is wider than the goal (settings' resolution, 0.10) and
+    the change is inside it, the load is not decided (``decided`` false), and ``more_runs`` says how many runs a
+    side would narrow the band to the goal at the measured noise (None: more than noise_band.MOST_RUNS, or a
+    tolerance wider than the goal), ``more_s`` what they cost at the runs' own length.
     """
     settings = settings_of(settings)
     base = summary(baseline_results, "the baseline at load %s" % load)
     cand = summary(candidate_results, "the candidate at load %s" % load)
-    band = max(settings["tolerance"], settings["noise_multiple"] * max(base["spread"], cand["spread"]))
+    noise = noise_band.band(base["runs"], cand["runs"], settings["tolerance"], settings["noise_multiple"])
+    band = noise["band"]
     change = cand["median"] / max(base["median"], 0.001) - 1
     verdict = GAIN if change > band else REGRESSION if change < -band else NEUTRAL
-    return {"load": load, "verdict": verdict, "change": round(change, 4), "band": round(band, 4),
-            "baseline": base, "candidate": cand}
+    goal = settings["resolution"]
+    decided = verdict != NEUTRAL or goal is None or band <= goal
+    found = {"load": load, "verdict": verdict, "change": round(change, 4), "band": round(band, 4),
+             "cv": round(noise["cv"], 4), "goal": goal, "decided": decided, "baseline": base, "candidate": cand}
+    if not decided:
+        runs = noise_band.runs_needed(noise["cv"], goal, settings["tolerance"], settings["noise_multiple"])
+        have = min(len(base["runs"]), len(cand["runs"]))
+        found["more_runs"] = None if runs is None else max(1, runs - have)
+        lengths = [number(result.get("duration_s")) for result in list(baseline_results) + list(candidate_results)
+                   if isinstance(result, Mapping) and number(result.get("duration_s")) is not None]
+        found["more_s"] = (round(2 * found["more_runs"] * sum(lengths) / len(lengths))
+                           if lengths and found["more_runs"] is not None else None)
+    return found
+
+
+def describe_load(figures):
+    """One load's verdict as the messages say it: what it could see, and for a load not decided what would do."""
+    band = figures["band"] * 100
+    if figures["verdict"] != NEUTRAL:
+        return "%s %+.1f %% (beyond ±%.1f %%)" % (figures["verdict"], figures["change"] * 100, band)
+    if figures.get("decided", True):
+        return "no measurable change, within ±%.1f %% (%+.1f %%)" % (band, figures["change"] * 100)
+    more = ("about %d more runs a side%s" % (figures["more_runs"], " (%d s)" % figures["more_s"]
+                                               if figures.get("more_s") is not None else "")
+            if figures.get("more_runs") is not None else "more runs than %d a side" % noise_band.MOST_RUNS)
+    return "not decided: within ±%.1f %% (%+.1f %%), the goal ±%.1f %% needs %s" % (
+        band, figures["change"] * 100, figures["goal"] * 100, more)
 
 
 def agreement(baseline, candidate):
@@ -425,11 +459,13 @@ def experiment_verdict(name, baseline, candidate, settings):
     elif gained:
         decision, reason = KEPT, "faster at load %s" % ", ".join(gained)
     else:
-        decision, reason = NO_GAIN, "no measurable gain at any load: the shipped behaviour stays"
-    figures = "; ".join("%s %s %+.1f %% (band ±%.1f %%: %.1f against %.1f output tok/s, spread %.1f/%.1f %%)" % (
-        load, by_load[load]["verdict"], by_load[load]["change"] * 100, by_load[load]["band"] * 100,
-        by_load[load]["candidate"]["median"], by_load[load]["baseline"]["median"],
-        by_load[load]["candidate"]["spread"] * 100, by_load[load]["baseline"]["spread"] * 100) for load in loads)
+        undecided = [load for load in loads if not by_load[load]["decided"]]
+        decision, reason = NO_GAIN, ("not decided at load %s (too noisy for the goal): the shipped behaviour stays"
+                                     % ", ".join(undecided) if undecided
+                                     else "no measurable gain at any load: the shipped behaviour stays")
+    figures = "; ".join("%s %s: %.1f against %.1f output tok/s, CV %.1f %%" % (
+        load, describe_load(by_load[load]), by_load[load]["candidate"]["median"], by_load[load]["baseline"]["median"],
+        by_load[load]["cv"] * 100) for load in loads)
     message = "%s %s, %s. %s" % (name, decision, reason, figures)
     if objective["shared"]:
         message += ". Missed with and without it: %s" % "; ".join(describe_miss(miss) for miss in objective["shared"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils import noise_band
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import (
     GAIN,
     KEPT,
@@ -30,7 +31,6 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import (
     median,
     objective_against,
     settings_of,
-    spread,
 )
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
 
@@ -104,10 +104,10 @@ def _mean_draw(measurement, load):
 
 def compare_energy(baseline_results, candidate_results, settings, load=""):
     """One load: joules per output token of the candidate against the baseline's, medians, in the same band as
-    throughput (the larger of the tolerance and noise_multiple times the spread). GAIN is less energy."""
+    throughput (noise_band.band: the larger of the tolerance and the noise term). GAIN is less energy."""
     base = _energy(baseline_results, "the baseline at load %s" % load)
     cand = _energy(candidate_results, "the candidate at load %s" % load)
-    band = max(settings["tolerance"], settings["noise_multiple"] * max(spread(base), spread(cand)))
+    band = noise_band.band(base, cand, settings["tolerance"], settings["noise_multiple"])["band"]
     change = median(cand) / max(median(base), 1e-9) - 1
     verdict = GAIN if change < -band else REGRESSION if change > band else NEUTRAL
     return {"load": load, "verdict": verdict, "change": round(change, 4), "band": round(band, 4),

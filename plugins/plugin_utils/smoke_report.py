@@ -269,7 +269,9 @@ def _objective_text(verdict, load):
 def _load_text(verdict):
     loads = verdict.get("loads") if isinstance(verdict.get("loads"), Mapping) else {}
     return "; ".join("%s %s %s %% (±%s)%s" % (
-        _inline(load), _inline(figures.get("verdict") or NA),
+        _inline(load), _inline(("not decided (goal ±%s %%, about %s more runs a side)" % (
+            format_number(number(figures.get("goal")) * 100, 1), figures.get("more_runs") or "many"))
+            if figures.get("decided") is False else figures.get("verdict") or NA),
         "%+.1f" % (number(figures.get("change")) * 100) if number(figures.get("change")) is not None else NA,
         format_number(number(figures.get("band")) * 100 if number(figures.get("band")) is not None else None, 1),
         _objective_text(verdict, load))
@@ -355,8 +357,10 @@ def experiment_lines(verdicts):
              _decided_by(verdict)] for verdict in verdicts]
     return ["", "## Experiments", ""] + _table(
         ["Experiment", "Decision", "Why", "Per load: change (band)", "Parity", "Cause", "Decided by"], "lllllll", rows) + [
-        "", "Each experiment against the configuration it was added to, medians of the repeats; inside the band is no "
-        "measurable gain, and the shipped behaviour stays."]
+        "", "Each experiment against the configuration it was added to, medians of the repeats. The band is the change "
+        "each load's measurement could see (plugins/plugin_utils/noise_band.py): inside it is no measurable gain, and "
+        "the shipped behaviour stays; a band wider than the goal (smoke_test_experiment_resolution) leaves the load "
+        "not decided, with the runs that would decide it."]
 
 
 def _power_lines(result, thresholds):

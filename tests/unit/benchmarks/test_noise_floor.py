@@ -64,7 +64,7 @@ def test_a_constant_run_is_never_called_a_change_and_a_ten_per_cent_change_is(tm
     for start in (1, 2):
         for number in range(3):
             run = _two_waves()
-            rows.append(dict(run, start=start, round=number, load="c2"))
+            rows.append(dict(run, start=start, round=number, position=0, load="c2", began=start * 100.0 + number))
     path = tmp_path / "noise.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert floor.main([str(path), "--k", "2"]) == 0

@@ -160,6 +160,23 @@ def test_an_experiment_the_restart_budget_left_untried_says_so():
     assert row[-1] == "not measured (restart budget)"
 
 
+def test_a_load_too_noisy_for_the_goal_says_not_decided_and_the_runs_it_needs():
+    from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
+    noisy = [dict(output_tokens_per_s=value, duration_s=15.0) for value in (10000.0, 8600.0)]
+    steady = [dict(output_tokens_per_s=value, duration_s=15.0) for value in (3000.0, 3010.0)]
+    baseline = {"config": [], "loads": {"high": noisy, "low": steady}, "parity": ["a"]}
+    candidate = {"config": ["x"], "loads": {"high": [dict(r, output_tokens_per_s=r["output_tokens_per_s"] * 0.98)
+                                                     for r in noisy], "low": steady}, "parity": ["a"]}
+    verdict = dict(ex.experiment_verdict("x", baseline, candidate, {"loads": ["low", "high"], "noise_multiple": 2.0}),
+                   remembered=False)
+    assert verdict["decision"] == ex.NO_GAIN and verdict["reason"].startswith("not decided at load high")
+    assert "low no measurable change, within ±3.0 % (+0.0 %)" in verdict["message"]
+    assert "high not decided: within ±" in verdict["message"] and "more runs a side" in verdict["message"]
+    row, = _rows(smoke_report_markdown(dict(RUN, verdicts=[verdict])), "`x`")
+    assert "high not decided (goal ±10.0 %, about 9 more runs a side)" in row[3]
+    assert "low no measurable change" in row[3]
+
+
 def test_the_power_limit_search_has_a_row_per_step_and_says_where_the_gpus_run():
     from ansible_collections.sm120.sglang.tests.unit.plugins.plugin_utils.test_power_search import search
     step, _asked = search([550.0, 500.0, 450.0, 400.0, 350.0])
