@@ -12,12 +12,14 @@ Then the same runs with a known effect: the candidate's runs scaled by 1.10, 1.2
 
 The rules, each a verdict on one load from the baseline's and the candidate's repeats:
 
-  band   plugins/plugin_utils/experiments.py compare_load: change of the medians beyond
-         max(tolerance 0.03, 2 x the larger spread (max - min) / median) is a gain or a regression.
+  band   plugins/plugin_utils/experiments.py compare_load at noise_multiple 2: change of the medians beyond
+         max(tolerance 0.03, the 95 % confidence half-width of the difference of the means from the larger run-to-run
+         coefficient of variation and Student's t; plugin_utils/noise_band.py) is a gain or a regression. Before
+         2026-12-05 the band was 2 x the larger (max - min) / median (7 of 48 false, x1.25 seen in 17).
   mad    vLLM's tune_speculative_k (../shared/research/launch-knobs-2026-12.md section 4): each side's conservative
          score median - 1.4826 x MAD; the higher wins where it beats the other by more than 1 %. As a two-way
          verdict: candidate higher by > 1 % a gain, lower by > 1 % a regression.
-  band x3  the same with 3 x the spread (smoke_test_experiment_noise_multiple: 3), for the trade of false verdicts
+  band x3  the same at noise_multiple 3 (smoke_test_experiment_noise_multiple's default), for the trade of false verdicts
          against power.
   mad10  the same as mad, and vLLM's stability check: a side whose relative MAD is above 0.1 makes the comparison
          "unstable", no verdict (counted as no change here).
