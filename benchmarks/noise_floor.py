@@ -127,8 +127,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     MULTIPLE[0] = args.noise_multiple
     rows = [json.loads(line) for line in args.noise.read_text().splitlines() if line.strip()]
-    loads = sorted({row["load"] for row in rows}, key=lambda name: min(r["concurrency"] for r in rows
-                                                                         if r["load"] == name))
+    concurrency = {row["load"]: row["concurrency"] for row in rows}
+    loads = sorted(concurrency, key=concurrency.get)
     table = {}
     print("## The spread of one configuration, per load and way of counting (%s, %d runs)\n" % (args.noise, len(rows)))
     print("| load | way | runs | median tok/s | CV within each start | (max-min)/median within each start | last start vs first "
@@ -180,7 +180,7 @@ def main(argv=None):
           % (args.noise_multiple, args.k))
     print("| load | way | A/A pairs within / across starts | false verdicts within / across | median band | "
           + " | ".join("sees x%.2f" % e for e in EFFECTS) + " |")
-    print("| --- | --- | --- | --- | ---: | " + " | ".join("---:" for _ in EFFECTS) + " |")
+    print("| --- | --- | --- | --- | ---: | " + " | ".join("---:" for _effect in EFFECTS) + " |")
     for (load, way), by_start in table.items():
         found = pairs(by_start, args.k)
         if not found:

@@ -39,6 +39,7 @@ def counters(url):
     except (OSError, ValueError):
         return {}
 
+
 WARMUP = 4  # smoke_test_num_warmup
 BIN_S = 0.1
 

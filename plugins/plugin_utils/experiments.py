@@ -207,9 +207,9 @@ def describe_load(figures):
         return "%s %+.1f %% (beyond ±%.1f %%)" % (figures["verdict"], figures["change"] * 100, band)
     if figures.get("decided", True):
         return "no measurable change, within ±%.1f %% (%+.1f %%)" % (band, figures["change"] * 100)
-    more = ("about %d more runs a side%s" % (figures["more_runs"], " (%d s)" % figures["more_s"]
-                                               if figures.get("more_s") is not None else "")
-            if figures.get("more_runs") is not None else "more runs than %d a side" % noise_band.MOST_RUNS)
+    seconds = " (%d s)" % figures["more_s"] if figures.get("more_s") is not None else ""
+    more = ("about %d more runs a side%s" % (figures["more_runs"], seconds) if figures.get("more_runs") is not None
+            else "more runs than %d a side" % noise_band.MOST_RUNS)
     return "not decided: within ±%.1f %% (%+.1f %%), the goal ±%.1f %% needs %s" % (
         band, figures["change"] * 100, figures["goal"] * 100, more)
 

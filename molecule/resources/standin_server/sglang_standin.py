@@ -93,7 +93,11 @@ is live where that SGLang release is installed (a release slower on these GPUs).
 plays the regression measured when it was first tried (GLM-5-NVFP4 on 8x RTX
 PRO 6000: about 3,740 -> 236 output tok/s, the GPUs at 125 W of 600 W, busy: a
 spin-wait) and the others change nothing. SGLANG_STANDIN_NOISE is the relative
-standard deviation of each request's rate (run-to-run noise); the warm-up is
+standard deviation of each request's rate; SGLANG_STANDIN_RUN_NOISE ("h100" or
+[[running, cv], ...]) the real server's run-to-run noise by requests running, a
+factor shared by every request for SGLANG_STANDIN_NOISE_PERIOD_S (5), and
+SGLANG_STANDIN_START_DRIFT a factor drawn at each start (the shape measured on a
+real H100: sglang_standin_gpu.H100_RUN_NOISE); the warm-up is
 the start-up delay a restart costs. stderr says what it found, and why.
 
 - It writes the power draw (watts) and utilisation (percent) it emulates for each GPU (all alike), two numbers, to
@@ -135,6 +139,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import sglang_standin_nodes as nodes
 from sglang_standin_gpu import (
     DEFAULT_EFFECTS,
+    H100_RUN_NOISE,
     IDLE_W,
     POWER_FILE,
     PowerDraw,
@@ -151,6 +156,7 @@ from sglang_standin_gpu import (
     sglang_package_dir,
     sglang_release,
     cold_factor,
+    shared_noise,
     tokens_per_second,
     wrong_output,
 )
@@ -229,6 +235,16 @@ class Standin:
         self.garbled = wrong_output(self.live, self.chosen)
         self.noise = float(os.environ.get("SGLANG_STANDIN_NOISE", "0") or 0)
         self.rng = random.Random()
+        # The real noise's shape (sglang_standin_gpu.H100_RUN_NOISE): a factor shared by every request for
+        # SGLANG_STANDIN_NOISE_PERIOD_S, its size by the requests running (SGLANG_STANDIN_RUN_NOISE: "h100", or
+        # [[running, cv], ...] as JSON), and one factor drawn at each start (SGLANG_STANDIN_START_DRIFT, a relative
+        # standard deviation): a restart of one configuration serves at another speed, as a real one did.
+        shape = os.environ.get("SGLANG_STANDIN_RUN_NOISE", "")
+        self.run_noise = H100_RUN_NOISE if shape == "h100" else json.loads(shape) if shape else None
+        self.noise_period = float(os.environ.get("SGLANG_STANDIN_NOISE_PERIOD_S", "5") or 5)
+        self.noise_seed = self.rng.random()
+        self.start_factor = max(0.05, self.rng.gauss(1.0, float(os.environ.get("SGLANG_STANDIN_START_DRIFT", "0")
+                                                                   or 0)))
         seed = os.environ.get("SGLANG_STANDIN_START_SEED")
         self.start_seed = int(seed) if seed not in (None, "") else random.randrange(2)
         self.stable_share = float(os.environ.get("SGLANG_STANDIN_STABLE_SHARE", "0.6"))
@@ -253,7 +269,10 @@ class Standin:
         return self.ready.is_set() and (self.nodes_joined is None or self.nodes_joined.is_set())
 
     def tokens_per_second(self, in_flight=1):
-        return tokens_per_second(self.live, self.chosen, in_flight, self.noise, self.rng)
+        rate = tokens_per_second(self.live, self.chosen, in_flight, self.noise, self.rng) * self.start_factor
+        if self.run_noise:
+            rate *= shared_noise(self.run_noise, in_flight, time.time(), self.noise_period, self.noise_seed)
+        return rate
 
     def request_rate(self, in_flight=1):
         """The rate of a request starting now, counted among those since the start (the cold ones are slower)."""

@@ -14,6 +14,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import re
 import sys
 import tempfile
@@ -205,6 +206,22 @@ def speed_of(effect, in_flight=1):
     if "accept_length" in effect:
         speed *= float(effect["accept_length"]) * step_cost(effect.get("step_cost") or DRAFT_STEP_COST, in_flight)
     return speed
+
+
+# The noise of a real server's rate, as measured (docs/evidence/real-sglang-h100-2026-12-05.md: a 5.8 B Llama on an
+# H100, SGLang 0.5.16, 10 runs a load over three starts): the run-to-run coefficient of variation by requests
+# running. It is not the client's counting (the steady window and the server's own counter spread as much) but
+# slow swings of the whole server (the card power-capped at high load), so it is one factor shared by every
+# request for a period, not a draw per request, whose 256 draws would average away in a run.
+H100_RUN_NOISE = ((1, 0.006), (16, 0.008), (64, 0.045), (256, 0.106))
+
+
+def shared_noise(points, in_flight, now, period, seed):
+    """The factor every request starting at ``now`` gets: a normal draw per ``period`` seconds (the same for every
+    request of that period, whatever its load), scaled to the coefficient of variation the points ((running, cv),
+    ...) give at ``in_flight`` requests running, joined as step_cost joins its points."""
+    draw = random.Random("%s-%d" % (seed, int(now // period))).gauss(0.0, 1.0)
+    return max(0.05, 1.0 + draw * step_cost(points, in_flight))
 
 
 def tokens_per_second(live=(), chosen=None, in_flight=1, noise=0.0, rng=None):

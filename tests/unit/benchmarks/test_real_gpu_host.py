@@ -68,6 +68,7 @@ def test_the_tuning_the_experiments_phase_adds_is_checked_against_the_data_befor
 # first shows that failure where a checkout is re-laid under a play (so a change of Ansible that makes it go away
 # shows here), the second that a play run from snapshot's copy passes the same re-lay.
 
+
 GALAXY = "namespace: sm120\nname: sglang\nversion: 1.0.0\nreadme: README.md\nauthors: [sm120.sglang contributors]\n"
 # The shape of the experiments role's round: a role including another role's entry point, in a loop, as
 # roles/experiments/tasks/round.yml includes the smoke test's measure entry point. The second measurement re-lays

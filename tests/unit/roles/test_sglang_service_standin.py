@@ -24,6 +24,7 @@ import os
 import pathlib
 import socket
 import stat
+import statistics
 import subprocess
 import sys
 import threading
@@ -695,3 +696,34 @@ def test_speculative_decoding_caps_the_running_requests_at_48_unless_they_are_se
             assert most > 48
     finally:
         _stop(proc)
+
+
+def test_the_real_noise_s_shape_size_by_load_shared_by_a_period_and_drift_between_starts(tmp_path, monkeypatch):
+    gpu = _load_standin_gpu()
+    # Its size by load: the coefficient of variation measured on the H100, at the loads measured and between them.
+    draws = {running: [gpu.shared_noise(gpu.H100_RUN_NOISE, running, period * 5.0, 5.0, "seed")
+                       for period in range(4000)] for running in (1, 64, 256)}
+    for running, cv in ((1, 0.006), (64, 0.045), (256, 0.106)):
+        values = draws[running]
+        assert statistics.stdev(values) / statistics.mean(values) == pytest.approx(cv, rel=0.1)
+    # One draw a period, shared by every request of it whatever its load (a whole run swings, not each request).
+    assert gpu.shared_noise(gpu.H100_RUN_NOISE, 256, 10.0, 5.0, "s") == gpu.shared_noise(gpu.H100_RUN_NOISE, 256, 14.9,
+                                                                                            5.0, "s")
+    low, high = (gpu.shared_noise(gpu.H100_RUN_NOISE, n, 10.0, 5.0, "s") - 1 for n in (16, 256))
+    assert low * high > 0 and abs(high) == pytest.approx(abs(low) * 0.106 / 0.008)
+    # In the server: "h100" picks the measured shape, and a start drift draws one factor a start.
+    monkeypatch.syspath_prepend(str(STANDIN_DIR))
+    monkeypatch.setenv("SGLANG_STANDIN_TOKENS_PER_SECOND", "400")
+    monkeypatch.setenv("SGLANG_STANDIN_RUN_NOISE", "h100")
+    monkeypatch.setenv("SGLANG_STANDIN_START_DRIFT", "0.05")
+    spec = importlib.util.spec_from_file_location("sglang_standin_noise", STANDIN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = module.argparse.Namespace(served_model_name="glm-5", model_path=str(tmp_path), api_key=None,
+                                     context_length=None, enable_metrics=False)
+    starts = [module.Standin(args, power_file=str(tmp_path / "power")) for _start in range(200)]
+    assert all(standin.run_noise == gpu.H100_RUN_NOISE for standin in starts)
+    factors = [standin.start_factor for standin in starts]
+    assert statistics.stdev(factors) == pytest.approx(0.05, rel=0.25)
+    rates = [standin.tokens_per_second(1) for standin in starts]
+    assert min(rates) < 400 < max(rates)
