@@ -243,8 +243,8 @@ class Standin:
         self.run_noise = H100_RUN_NOISE if shape == "h100" else json.loads(shape) if shape else None
         self.noise_period = float(os.environ.get("SGLANG_STANDIN_NOISE_PERIOD_S", "5") or 5)
         self.noise_seed = self.rng.random()
-        self.start_factor = max(0.05, self.rng.gauss(1.0, float(os.environ.get("SGLANG_STANDIN_START_DRIFT", "0")
-                                                                   or 0)))
+        drift = float(os.environ.get("SGLANG_STANDIN_START_DRIFT", "0") or 0)
+        self.start_factor = max(0.05, self.rng.gauss(1.0, drift))
         seed = os.environ.get("SGLANG_STANDIN_START_SEED")
         self.start_seed = int(seed) if seed not in (None, "") else random.randrange(2)
         self.stable_share = float(os.environ.get("SGLANG_STANDIN_STABLE_SHARE", "0.6"))
