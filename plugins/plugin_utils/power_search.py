@@ -27,6 +27,7 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import (
     UNTRIED,
     ExperimentError,
     compare_load,
+    describe_load,
     describe_miss,
     median,
     objective_against,
@@ -142,9 +143,9 @@ def power_verdict(watts, baseline, candidate, settings):
         decision, reason = NO_GAIN, "no measurable saving of energy per output token at any load"
     top = loads[-1] if loads else None
     draw = {"baseline_w": _mean_draw(baseline, top), "candidate_w": _mean_draw(candidate, top)} if top else {}
-    figures = "; ".join("%s: %+.1f %% J/token (band ±%.1f %%: %.4f against %.4f), %+.1f %% output tok/s (band ±%.1f %%)"
+    figures = "; ".join("%s: %+.1f %% J/token (band ±%.1f %%: %.4f against %.4f), output tok/s %s"
                         % (load, energy[load]["change"] * 100, energy[load]["band"] * 100, energy[load]["candidate"],
-                           energy[load]["baseline"], speed[load]["change"] * 100, speed[load]["band"] * 100)
+                           energy[load]["baseline"], describe_load(speed[load]))
                         for load in loads)
     message = "%s %s, %s. %s" % (name, decision, reason, figures)
     if draw.get("baseline_w") is not None and draw.get("candidate_w") is not None:

@@ -7,8 +7,8 @@ one host first. roles/smoke_test keeps each host's kept measurement as its
 baseline per configuration (release, model profile, model, endpoint and loads);
 when sglang_install replaced the release, the baseline of the previous release
 at the same loads is the one to beat. Each load's medians are compared in the
-experiments' band (experiments.compare_load: the larger of the tolerance and a
-multiple of the measured spread). Slower at any load loses: the smoke test puts
+experiments' band (experiments.compare_load: the larger of the tolerance and the noise term of
+plugin_utils/noise_band.py). Slower at any load loses: the smoke test puts
 the host back on the previous release and fails it, which stops the rollout
 there. A release may change the text a model writes at temperature 0 without
 being wrong, so the outputs are shown, not decided on.
@@ -56,8 +56,8 @@ def upgrade_verdict(previous_baseline, current, settings, previous_release, rele
     parity = ex.parity_check(previous_baseline.get("parity") or [], current.get("parity") or [], 0.0) if len(
         previous_baseline.get("parity") or []) == len(current.get("parity") or []) else None
     lost = [load for load in loads if by_load[load]["verdict"] == ex.REGRESSION]
-    figures = "; ".join("%s %+.1f %% (band ±%.1f %%: %.1f against %.1f output tok/s)" % (
-        load, by_load[load]["change"] * 100, by_load[load]["band"] * 100, by_load[load]["candidate"]["median"],
+    figures = "; ".join("%s %s: %.1f against %.1f output tok/s" % (
+        load, ex.describe_load(by_load[load]), by_load[load]["candidate"]["median"],
         by_load[load]["baseline"]["median"]) for load in loads)
     if lost:
         decision = LOST
@@ -68,7 +68,10 @@ def upgrade_verdict(previous_baseline, current, settings, previous_release, rele
                        release))
     else:
         decision = KEPT
-        message = "SGLang %s is no slower than %s on this host at any load: %s." % (release, previous_release, figures)
+        undecided = [load for load in loads if not by_load[load]["decided"]]
+        message = "SGLang %s is no slower than %s on this host at any load%s: %s." % (
+            release, previous_release, " it could tell (load %s not decided: too noisy for the goal)"
+            % ", ".join(undecided) if undecided else "", figures)
     if parity is not None and parity["matched"] < parity["total"]:
         message += " Its outputs of the parity prompts differ from %s's in %d of %d (shown, not decided on)." % (
             previous_release, parity["total"] - parity["matched"], parity["total"])

@@ -24,7 +24,8 @@ def test_a_release_slower_at_one_load_loses_and_says_what_happens_next():
     assert verdict["loads"]["high"]["verdict"] == ex.REGRESSION and verdict["loads"]["low"]["verdict"] == ex.NEUTRAL
     message = verdict["message"]
     assert message.startswith("SGLang 0.5.23 is slower than 0.5.22 on this host at load high: ")
-    assert "high -29.6 %" in message and "1900.0 against 2700.0 output tok/s" in message
+    assert "high regression -29.6 % (beyond ±3.0 %): 1900.0 against 2700.0 output tok/s" in message
+    assert "low no measurable change, within ±3.0 % (+1.2 %)" in message
     assert "put back on 0.5.22" in message and "pin sglang_install_version to 0.5.22" in message
     # Both measurements go to the report.
     assert verdict["previous"]["loads"]["high"][0]["output_tokens_per_s"] == 2700
