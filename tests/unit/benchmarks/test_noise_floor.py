@@ -4,26 +4,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
-import sys
 
 import pytest
+
+from ansible_collections.sm120.sglang.tests.unit.utils import load_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BENCHMARKS = ROOT / "benchmarks"
 
 
 def _noise_floor():
-    sys.path.insert(0, str(BENCHMARKS))  # it imports its sibling h200_power_sampling.py
-    try:
-        spec = importlib.util.spec_from_file_location("noise_floor", BENCHMARKS / "noise_floor.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return load_script(BENCHMARKS / "noise_floor.py", "noise_floor")  # it imports its sibling h200_power_sampling.py
 
 
 def _two_waves():

@@ -4,26 +4,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pathlib
 import subprocess
 import sys
 import textwrap
 
+from ansible_collections.sm120.sglang.tests.unit.utils import load_script
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HARNESS = ROOT / "benchmarks" / "real_gpu"
 
 
 def _host():
-    sys.path.insert(0, str(HARNESS))  # host.py imports its sibling summarize.py
-    try:
-        spec = importlib.util.spec_from_file_location("real_gpu_host", HARNESS / "host.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(HARNESS))
+    return load_script(HARNESS / "host.py", "real_gpu_host")  # it imports its sibling summarize.py
 
 
 # The smoke test's message as ansible-playbook printed it for the spec-unset start (plugin_utils/experiments.py).
@@ -181,13 +175,7 @@ def test_the_snapshot_leaves_out_the_archive_and_caches_and_refuses_a_copy_insid
 
 
 def test_the_noise_phase_keeps_tokens_by_100_ms_and_each_request_s_times():
-    sys.path.insert(0, str(HARNESS))
-    try:
-        spec = importlib.util.spec_from_file_location("real_gpu_noise", HARNESS / "noise.py")
-        noise = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(noise)
-    finally:
-        sys.path.remove(str(HARNESS))
+    noise = load_script(HARNESS / "noise.py", "real_gpu_noise")
     from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_requests import DriveResult
     from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark_stream import Outcome
 

@@ -18,7 +18,6 @@ SGLang through its own interpreter's sys.path (PYTHONPATH here).
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import os
 import pathlib
@@ -35,6 +34,7 @@ import pytest
 from ansible_collections.sm120.sglang.plugins.module_utils.source_patch import render
 from ansible_collections.sm120.sglang.plugins.plugin_utils import sglang_releases
 from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
+from ansible_collections.sm120.sglang.tests.unit.utils import load_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 STANDIN_DIR = ROOT / "molecule" / "resources" / "standin_server"
@@ -45,10 +45,12 @@ FUSION_FLAG = ["--flashinfer-allreduce-fusion-backend", "auto"]
 
 
 def _load_standin_gpu():
-    spec = importlib.util.spec_from_file_location("sglang_standin_gpu", STANDIN_DIR / "sglang_standin_gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(STANDIN_DIR / "sglang_standin_gpu.py", "sglang_standin_gpu", beside=False)
+
+
+def _load_standin(name):
+    """The stand-in server's module (it imports its siblings), read with the environment set now."""
+    return load_script(STANDIN, name)
 
 
 def _sglang_site_packages(root, patched, version="0.5.23", gate="flashinfer_allreduce_fusion"):
@@ -567,11 +569,8 @@ def test_a_cold_start_slows_the_first_requests_as_measured_on_the_real_server(tm
     gpu = _load_standin_gpu()
     assert [gpu.cold_factor(before, 12, 0.82) for before in (0, 11, 12, 40)] == [0.82, 0.82, 1.0, 1.0]
     assert gpu.cold_factor(0, 0, 0.82) == 1.0
-    monkeypatch.syspath_prepend(str(STANDIN_DIR))
     monkeypatch.setenv("SGLANG_STANDIN_TOKENS_PER_SECOND", "400")
-    spec = importlib.util.spec_from_file_location("sglang_standin_cold", STANDIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _load_standin("sglang_standin_cold")
     args = module.argparse.Namespace(served_model_name="glm-5", model_path=str(tmp_path), api_key=None,
                                      context_length=None, enable_metrics=False)
     assert [module.Standin(args, power_file=str(tmp_path / "power")).request_rate() for _start in range(3)] == [400.0] * 3
@@ -581,10 +580,7 @@ def test_a_cold_start_slows_the_first_requests_as_measured_on_the_real_server(tm
 
 
 def test_the_prefix_cache_counts_what_a_radix_cache_would_serve_and_forgets_when_full(monkeypatch):
-    monkeypatch.syspath_prepend(str(STANDIN_DIR))
-    spec = importlib.util.spec_from_file_location("sglang_standin_cache", STANDIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _load_standin("sglang_standin_cache")
     cache = module.PrefixCache(capacity=10)
     assert cache.served([1, 2, 3, 4]) == 0
     # A repeat: all but the last token, as the real server counted 255 of a repeated 256-token prompt.
@@ -712,13 +708,10 @@ def test_the_real_noise_s_shape_size_by_load_shared_by_a_period_and_drift_betwee
     low, high = (gpu.shared_noise(gpu.H100_RUN_NOISE, n, 10.0, 5.0, "s") - 1 for n in (16, 256))
     assert low * high > 0 and abs(high) == pytest.approx(abs(low) * 0.106 / 0.008)
     # In the server: "h100" picks the measured shape, and a start drift draws one factor a start.
-    monkeypatch.syspath_prepend(str(STANDIN_DIR))
     monkeypatch.setenv("SGLANG_STANDIN_TOKENS_PER_SECOND", "400")
     monkeypatch.setenv("SGLANG_STANDIN_RUN_NOISE", "h100")
     monkeypatch.setenv("SGLANG_STANDIN_START_DRIFT", "0.05")
-    spec = importlib.util.spec_from_file_location("sglang_standin_noise", STANDIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _load_standin("sglang_standin_noise")
     args = module.argparse.Namespace(served_model_name="glm-5", model_path=str(tmp_path), api_key=None,
                                      context_length=None, enable_metrics=False)
     starts = [module.Standin(args, power_file=str(tmp_path / "power")) for _start in range(200)]
