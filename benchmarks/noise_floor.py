@@ -14,7 +14,7 @@ counts each run three ways, on the very same runs:
 
 For each way and load it prints the spread within a start (coefficient of variation, and (max - min) / median as
 compare_load uses it), the change between the two starts' medians, and the first run of each start against the
-rest. Then the band rule of plugins/plugin_utils/experiments.py (compare_load, the very function) on pairs of k
+rest. Then the band rule of plugins/plugin_utils/experiment_compare.py (compare_load, the very function) on pairs of k
 runs (A/A: any verdict is false; within a start and across starts) and its power to see a known change (the
 candidate's runs scaled by x0.90, x0.95, x1.05, x1.10), with the smallest change it calls at that k.
 

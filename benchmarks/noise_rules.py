@@ -12,7 +12,7 @@ Then the same runs with a known effect: the candidate's runs scaled by 1.10, 1.2
 
 The rules, each a verdict on one load from the baseline's and the candidate's repeats:
 
-  band   plugins/plugin_utils/experiments.py compare_load at noise_multiple 2: change of the medians beyond
+  band   plugins/plugin_utils/experiment_compare.py compare_load at noise_multiple 2: change of the medians beyond
          max(tolerance 0.03, the 95 % confidence half-width of the difference of the means from the larger run-to-run
          coefficient of variation and Student's t; plugin_utils/noise_band.py) is a gain or a regression. Before
          2026-12-05 the band was 2 x the larger (max - min) / median (7 of 48 false, x1.25 seen in 17).

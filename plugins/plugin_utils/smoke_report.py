@@ -8,7 +8,7 @@ roles/smoke_test assembles for one host:
     {host, run_id, started_at, config: {profile, sglang_version, model, load},
      patches_live: [gate ids], thresholds: {min_output_tok_s, max_ttft_p99_ms, min_power_fraction},
      measurements: [{label, patches_live, result: <serving_benchmark result>, runs: [tok/s], spread}],
-     verdicts: [experiment verdicts of plugin_utils/experiments.py],
+     verdicts: [experiment verdicts of plugin_utils/experiment_verdicts.py],
      verdict: {status: pass|fail|regression-rolled-back|warn, messages: [...], rolled_back: [gate ids]}}
 
 The last measurement is the run's result. Every figure may be missing or None
