@@ -43,16 +43,6 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_verdicts i
 )
 
 
-class _Need(Exception):
-    def __init__(self, config):
-        super().__init__(config)
-        self.config = config
-
-
-class _Spent(Exception):
-    """A configuration the plan needs, with no restart left in the budget to measure it."""
-
-
 def experiment_rounds(experiments):
     """The rounds the role's loop gives the plan (roles/experiments/tasks/main.yml): k experiments need at most
     k + 1 configurations besides the deployed one (the start and each experiment on top of what came before, every
@@ -119,13 +109,9 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
     deployed_key = config_key(experiments if deployed is None else deployed)
     spent = len([key for key in measurements if key != deployed_key]) - int(reused)
 
-    def need(config):
-        found = measurements.get(config_key(config))
-        if found is None:
-            if budget is not None and spent >= budget:
-                raise _Spent()
-            raise _Need(sorted(config))
-        return found
+    def missing(*configs):
+        """The first of the configurations not measured yet, or None where every one is."""
+        return next((sorted(config) for config in configs if config_key(config) not in measurements), None)
 
     # The chain: each experiment on top of the configuration before it. What is kept stays on; what is rejected
     # comes off at once. What has no measurable gain stays on for the next one only where the server as deployed
@@ -142,50 +128,49 @@ def plan_step(experiments, measurements, settings, remembered=None, stored_basel
         return found.get("decision"), found.get("stopped_at")
 
     spent_out = False
-    try:
-        for name in pending:
-            knob = knob_of.get(name)
-            steps = [step for step in experiments if knob and knob_of.get(step) == knob]
-            if knob in kept_step and steps.index(name) < steps.index(kept_step[knob]):
-                verdicts[name] = stopped_verdict(name, knob, kept_step[knob], KEPT, below=True)
-                continue
-            before = steps[:steps.index(name)] if knob else []
-            if before:
-                decision, stopped_at = decision_of(before[-1])
-                if decision == UNTRIED and not stopped_at:
-                    verdicts[name] = untried_verdict(name, budget)
-                    continue
-                if decision not in (KEPT, SUPERSEDED):
-                    at = stopped_at or before[-1]
-                    verdicts[name] = stopped_verdict(name, knob, at, decision_of(at)[0])
-                    continue
-            if spent_out:
+    for name in pending:
+        knob = knob_of.get(name)
+        steps = [step for step in experiments if knob and knob_of.get(step) == knob]
+        if knob in kept_step and steps.index(name) < steps.index(kept_step[knob]):
+            verdicts[name] = stopped_verdict(name, knob, kept_step[knob], KEPT, below=True)
+            continue
+        before = steps[:steps.index(name)] if knob else []
+        if before:
+            decision, stopped_at = decision_of(before[-1])
+            if decision == UNTRIED and not stopped_at:
                 verdicts[name] = untried_verdict(name, budget)
                 continue
-            siblings = [step for step in current if knob and knob_of.get(step) == knob]
-            try:
-                baseline = need(current)
-                candidate = need([step for step in current if step not in siblings] + [name])
-            except _Spent:
-                spent_out = True
-                verdicts[name] = untried_verdict(name, budget)
+            if decision not in (KEPT, SUPERSEDED):
+                at = stopped_at or before[-1]
+                verdicts[name] = stopped_verdict(name, knob, at, decision_of(at)[0])
                 continue
-            verdicts[name] = experiment_verdict(name, baseline, candidate, settings)
-            if siblings:
-                # Judged against the knob's step kept before it, which stays where it is not kept: a step that loses
-                # ends the search, it does not roll a regression back (run_verdict).
-                verdicts[name]["in_place_of"] = siblings[0]
-            decision = verdicts[name]["decision"]
-            if decision == KEPT:
-                current = [step for step in current if step not in siblings] + [name]
-                keep = [step for step in keep if step not in siblings] + [name]
-                for step in siblings:
-                    superseded[step] = superseded_verdict(
-                        step, verdicts.get(step) or revived.get(step) or remembered[step], name)
-            elif decision == NO_GAIN and name in deployed_names and not knob:
-                current = current + [name]
-    except _Need as exc:
-        return {"done": False, "measure": exc.config}
+        if spent_out:
+            verdicts[name] = untried_verdict(name, budget)
+            continue
+        siblings = [step for step in current if knob and knob_of.get(step) == knob]
+        with_it = [step for step in current if step not in siblings] + [name]
+        wanted = missing(current, with_it)
+        if wanted is not None and budget is not None and spent >= budget:
+            spent_out = True
+            verdicts[name] = untried_verdict(name, budget)
+            continue
+        if wanted is not None:
+            return {"done": False, "measure": wanted}
+        verdicts[name] = experiment_verdict(name, measurements[config_key(current)], measurements[config_key(with_it)],
+                                            settings)
+        if siblings:
+            # Judged against the knob's step kept before it, which stays where it is not kept: a step that loses
+            # ends the search, it does not roll a regression back (run_verdict).
+            verdicts[name]["in_place_of"] = siblings[0]
+        decision = verdicts[name]["decision"]
+        if decision == KEPT:
+            current = [step for step in current if step not in siblings] + [name]
+            keep = [step for step in keep if step not in siblings] + [name]
+            for step in siblings:
+                superseded[step] = superseded_verdict(
+                    step, verdicts.get(step) or revived.get(step) or remembered[step], name)
+        elif decision == NO_GAIN and name in deployed_names and not knob:
+            current = current + [name]
 
     def final(name):
         if name in superseded:
