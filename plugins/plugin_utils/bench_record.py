@@ -29,7 +29,8 @@ the mean over the run), ``power_limit_w`` (the sum of their limits),
 verdict, plugin_utils/cause_verdict.py); ``max_running_requests``, the bound the
 server's /server_info gave after the run. Identity keys say what was measured:
 ``host``, ``run_id``, ``tag`` (the measurement's label), ``sglang_version``,
-``profile``, ``model``, ``patches_live``.
+``profile``, ``model``, ``patches_live``; ``repeats_output_throughput`` and their run-to-run coefficient of
+variation ``repeats_cv``, the noise any verdict on this measurement is held to.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils import noise_band
 from ansible_collections.sm120.sglang.plugins.plugin_utils.cause_verdict import result_host_verdict
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import SLO_FIELDS
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import get_in, number, power_gpus
@@ -114,6 +116,9 @@ def bench_serving_record(measurement, run):
         "tuning_live": list(measurement.get("tuning_live") or []),
         "load": measurement.get("load"),
         "repeats_output_throughput": list(measurement.get("runs") or []),
+        # The repeats' run-to-run coefficient of variation: what any comparison of this measurement can see grows
+        # with it (plugin_utils/noise_band.py; the verdicts of the JSON report carry each load's band).
+        "repeats_cv": _repeats_cv(measurement.get("runs")),
     })
     record.update(_objective(config, measurement.get("load"), record))
     return record
@@ -132,6 +137,13 @@ def _objective(config, name, record):
     met = None if any(value is None or bound is None for value, bound in figures) else \
         all(value <= bound for value, bound in figures)
     return {"slo": dict(slo), "slo_met": met}
+
+
+def _repeats_cv(runs):
+    values = [number(value) for value in runs or []]
+    if len(values) < 2 or None in values:
+        return None
+    return round(noise_band.pooled_cv(values)[0], 4)
 
 
 def _input_throughput(result):

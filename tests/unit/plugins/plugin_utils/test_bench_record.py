@@ -73,7 +73,10 @@ def test_the_record_carries_bench_servings_figures_and_power():
     assert (record["avg_power_w"], record["power_limit_w"], record["joules_per_output_token"]) == (3840.0, 4800.0, 1.027)
     assert (record["host"], record["sglang_version"], record["patches_live"]) == ("gpu-node-1", "0.5.23", [])
     assert (record["load"], record["tuning_live"]) == ("high", ["nccl_min_nchannels_8"])
-    assert bench_serving_record(RUN["measurements"][0], RUN)["repeats_output_throughput"] == [230.0, 236.0, 240.0]
+    repeated = bench_serving_record(RUN["measurements"][0], RUN)
+    assert repeated["repeats_output_throughput"] == [230.0, 236.0, 240.0]
+    # Their coefficient of variation: sample standard deviation 5.033 over the mean 235.33.
+    assert repeated["repeats_cv"] == 0.0214 and record["repeats_cv"] is None
     # What serving_benchmark does not measure is left out, not made up.
     assert "std_ttft_ms" not in record and "p95_itl_ms" not in record
     # No speculative decoding: no accept length; with it, the server's, under bench_serving's name.
@@ -134,7 +137,7 @@ def test_every_bench_serving_key_written_is_one_bench_serving_writes():
     source = sglang_wheel("0.5.23").read("sglang/benchmark/serving.py").decode()
     ours = {"avg_power_w", "power_limit_w", "joules_per_output_token", "power_source", "cause", "failed", "host",
             "run_id", "sglang_version", "profile", "model", "patches_live", "tuning_live", "load",
-            "repeats_output_throughput", "slo", "slo_met", "max_running_requests"}
+            "repeats_output_throughput", "repeats_cv", "slo", "slo_met", "max_running_requests"}
     for key in bench_serving_record(RUN["measurements"][0], RUN):
         if key not in ours:
             assert '"%s":' % key in source, key
