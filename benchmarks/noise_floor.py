@@ -36,7 +36,7 @@ from pathlib import Path
 from h200_power_sampling import put_collection_on_path
 
 put_collection_on_path(None)
-from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments, noise_band  # noqa: E402  pylint: disable=wrong-import-position
 
 WAYS = ("whole", "steady", "server")
 EFFECTS = (0.90, 0.95, 1.05, 1.10)
@@ -88,17 +88,10 @@ def ways(row):
     return found
 
 
-def cv(values):
-    return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
-
-
-MULTIPLE = [experiments.DEFAULTS["noise_multiple"]]
-
-
-def band_verdict(base, cand):
+def band_verdict(base, cand, multiple):
     found = experiments.compare_load([{"output_tokens_per_s": v} for v in base],
                                      [{"output_tokens_per_s": v} for v in cand],
-                                     {"tolerance": 0.03, "noise_multiple": MULTIPLE[0]})
+                                     {"tolerance": 0.03, "noise_multiple": multiple})
     return found["verdict"], found["band"]
 
 
@@ -125,7 +118,6 @@ def main(argv=None):
     parser.add_argument("--noise-multiple", type=float, default=experiments.DEFAULTS["noise_multiple"],
                         help="the band's noise_multiple (smoke_test_experiment_noise_multiple)")
     args = parser.parse_args(argv)
-    MULTIPLE[0] = args.noise_multiple
     rows = [json.loads(line) for line in args.noise.read_text().splitlines() if line.strip()]
     concurrency = {row["load"]: row["concurrency"] for row in rows}
     loads = sorted(concurrency, key=concurrency.get)
@@ -155,7 +147,7 @@ def main(argv=None):
             left_out = [found["left_out"] for _r, found in counted if "left_out" in found]
             print("| %s | %s | %d | %.1f | %s | %s | %+.1f %% | %+.1f %% | %s |" % (
                 load, way, len(everything), experiments.median(everything),
-                " / ".join("%.1f %%" % (100 * cv(by_start[s])) for s in starts),
+                " / ".join("%.1f %%" % (100 * noise_band.pooled_cv(by_start[s])[0]) for s in starts),
                 " / ".join("%.1f %%" % (100 * experiments.spread(by_start[s])) for s in starts),
                 100 * drift, 100 * first_vs_rest,
                 "%.0f %%" % (100 * statistics.mean(left_out)) if way == "steady" and left_out else ""))
@@ -188,12 +180,12 @@ def main(argv=None):
         false = {"within": [0, 0], "across": [0, 0]}
         bands, seen = [], {e: 0 for e in EFFECTS}
         for kind, base, cand in found:
-            verdict, band = band_verdict(base, cand)
+            verdict, band = band_verdict(base, cand, args.noise_multiple)
             false[kind][1] += 1
             false[kind][0] += verdict != experiments.NEUTRAL
             bands.append(band)
             for effect in EFFECTS:
-                scaled, _band = band_verdict(base, [v * effect for v in cand])
+                scaled, _band = band_verdict(base, [v * effect for v in cand], args.noise_multiple)
                 seen[effect] += scaled == (experiments.GAIN if effect > 1 else experiments.REGRESSION)
         print("| %s | %s | %d / %d | %s | ±%.1f %% | %s |" % (
             load, way, false["within"][1], false["across"][1],
@@ -216,11 +208,11 @@ def main(argv=None):
                 base, cand = ((window[:args.k], window[args.k:]) if order == "blocked"
                               else (window[0::2], window[1::2]))
                 windows += 1
-                verdict, _band = band_verdict(base, cand)
+                verdict, _band = band_verdict(base, cand, args.noise_multiple)
                 false += verdict != experiments.NEUTRAL
                 changes.append(abs(experiments.median(cand) / experiments.median(base) - 1))
-                seen_low += band_verdict(base, [v * 0.9 for v in cand])[0] == experiments.REGRESSION
-                seen_high += band_verdict(base, [v * 1.1 for v in cand])[0] == experiments.GAIN
+                seen_low += band_verdict(base, [v * 0.9 for v in cand], args.noise_multiple)[0] == experiments.REGRESSION
+                seen_high += band_verdict(base, [v * 1.1 for v in cand], args.noise_multiple)[0] == experiments.GAIN
             if windows:
                 print("| %s | %s | %d | %d (%.0f %%) | %.1f %% | %.0f %% | %.0f %% |" % (
                     load, order, windows, false, 100 * false / windows, 100 * experiments.median(changes),
@@ -230,10 +222,9 @@ def main(argv=None):
     print("| load | way | pooled CV | smallest change, k = 2 / 3 / 5 / 8 |")
     print("| --- | --- | ---: | --- |")
     for (load, way), by_start in table.items():
-        deviations = [v / statistics.mean(runs) - 1 for runs in by_start.values() if len(runs) > 1 for v in runs]
-        if len(deviations) < 3:
+        pooled, df = noise_band.pooled_cv(*by_start.values())
+        if df < 2:
             continue
-        pooled = math.sqrt(sum(d * d for d in deviations) / (len(deviations) - len(by_start)))
         print("| %s | %s | %.1f %% | %s |" % (load, way, 100 * pooled, " / ".join(
             "±%.1f %%" % (100 * 2.8 * pooled * math.sqrt(2 / k)) for k in (2, 3, 5, 8))))
     return 0

@@ -17,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import noise_band
-from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import (
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_compare import (
+    compare_load,
+    describe_load,
+    describe_miss,
+    median,
+    objective_against,
+)
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_settings import (
     GAIN,
     KEPT,
     NEUTRAL,
@@ -26,11 +33,6 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import (
     REJECTED,
     UNTRIED,
     ExperimentError,
-    compare_load,
-    describe_load,
-    describe_miss,
-    median,
-    objective_against,
     settings_of,
 )
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
