@@ -604,12 +604,15 @@ def run_all(only=None):
 
 
 def running():
+    """The pid of the run under way, or None. The pid must still be the run's (host.py run): in a container the pid of
+    a run that ended is soon another process's, the server's say, and a later go --only then took the run for under
+    way and started nothing."""
     try:
         pid = int(PID.read_text())
-        os.kill(pid, 0)
-        return pid
+        command = Path("/proc/%d/cmdline" % pid).read_bytes().split(b"\0")
     except (OSError, ValueError):
         return None
+    return pid if any(part.endswith(b"host.py") for part in command) and b"run" in command else None
 
 
 def snapshot(checkout, collection):

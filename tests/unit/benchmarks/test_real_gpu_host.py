@@ -9,6 +9,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import time
 
 from ansible_collections.sm120.sglang.tests.unit.utils import load_script
 
@@ -191,3 +192,25 @@ def test_the_noise_phase_keeps_tokens_by_100_ms_and_each_request_s_times():
     kept = noise.timings(drive)
     assert kept["tokens_by_100ms"] == [2.0, 0.0, 2.0, 1.0]
     assert kept["requests"] == [[0.0, 50.0, 260.0, 4], [0.0, 310.0, 320.0, 1]]
+
+
+def test_a_pid_reused_by_another_process_is_not_the_run_under_way(tmp_path, monkeypatch):
+    host = _host()
+    monkeypatch.setattr(host, "PID", tmp_path / "harness.pid")
+    assert host.running() is None
+    # This test's own process is alive, but it is no host.py run.
+    host.PID.write_text(str(os.getpid()))
+    assert host.running() is None
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "host.py", "run"])
+    try:
+        host.PID.write_text(str(child.pid))
+        # Until the child has exec'd, its command line is still this test's.
+        for _wait in range(100):
+            if host.running():
+                break
+            time.sleep(0.05)
+        assert host.running() == child.pid
+    finally:
+        child.kill()
+        child.wait()
+    assert host.running() is None
