@@ -49,6 +49,15 @@ def remembered_verdicts(memory, key, retry=()):
     return {name: verdict for name, verdict in entry.items() if name not in set(retry or ())}
 
 
+def _load_kept(figures):
+    """One load's verdict as the memory keeps it; a load the run could not decide says so, with its goal and the
+    runs a side that would decide it, as the reports do (its decision is the same: the shipped behaviour stays)."""
+    kept = {"verdict": figures["verdict"], "change": figures["change"], "band": figures["band"]}
+    if figures.get("decided") is False:
+        kept.update(decided=False, goal=figures.get("goal"), more_runs=figures.get("more_runs"))
+    return kept
+
+
 def remember(memory, key, verdicts, host, run_id):
     """The memory with this run's measured verdicts added under key (remembered ones unchanged)."""
     updated = {name: dict(entry) for name, entry in (memory or {}).items()}
@@ -58,8 +67,7 @@ def remember(memory, key, verdicts, host, run_id):
             continue
         entry[verdict["experiment"]] = {
             "decision": verdict["decision"], "reason": verdict["reason"], "cause": verdict.get("cause", UNKNOWN),
-            "loads": {load: {"verdict": figures["verdict"], "change": figures["change"], "band": figures["band"]}
-                      for load, figures in verdict.get("loads", {}).items()},
+            "loads": {load: _load_kept(figures) for load, figures in verdict.get("loads", {}).items()},
             "parity": {field: verdict.get("parity", {}).get(field) for field in ("matched", "total")},
             "host": host, "run_id": run_id}
         # A stepped knob's: the step that superseded it (a later run revives it where that step is not asked for),

@@ -606,6 +606,20 @@ def test_every_hosts_verdicts_are_remembered_by_one_writer():
     assert set(memory) == {"old", "k"} and memory["k"]["f"]["host"] == "a"
 
 
+def test_a_load_not_decided_is_remembered_as_not_decided_with_the_runs_that_would_decide_it():
+    # The H100 run of b200f7d: max_running_requests_64 at c16, +2.5 % inside a band of 19.1 % against a goal of 10 %.
+    verdict = {"experiment": "max_running_requests_64", "decision": ex.REJECTED, "reason": "slower at c256",
+               "cause": "compute-bound", "parity": {"matched": 4, "total": 4},
+               "loads": {"c16": {"verdict": "no measurable change", "change": 0.0247, "band": 0.1909, "goal": 0.1,
+                                 "decided": False, "more_runs": 2, "more_s": 12},
+                         "c256": {"verdict": "regression", "change": -0.263, "band": 0.1215, "goal": 0.1,
+                                  "decided": True}}}
+    kept = ex.remember({}, "k", [verdict], "h", "R")["k"]["max_running_requests_64"]["loads"]
+    assert kept == {"c16": {"verdict": "no measurable change", "change": 0.0247, "band": 0.1909, "decided": False,
+                            "goal": 0.1, "more_runs": 2},
+                    "c256": {"verdict": "regression", "change": -0.263, "band": 0.1215}}
+
+
 # ------------------------------------------------------------------ the switch took effect
 
 def test_a_switch_that_took_effect_has_no_problem():
