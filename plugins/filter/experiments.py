@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, experiment_io
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
 
 
@@ -75,6 +75,7 @@ class FilterModule:
             "experiment_final_rows": _wrap(ex.final_rows),
             "experiment_reported": _wrap(ex.report_entries),
             "experiment_warmup_requests": _wrap(ex.warmup_requests),
+            "experiment_more_runs": _wrap(experiment_io.more_runs),
             "smoke_cap_misses": _wrap(ex.cap_misses),
             "experiment_rounds": _wrap(ex.experiment_rounds),
             "experiments_among": _wrap(experiment_data.experiments_among),

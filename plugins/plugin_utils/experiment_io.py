@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils import noise_band
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_compare import spread, throughputs
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_settings import (
     ExperimentError,
     check_loads,
     config_key,
+    settings_of,
 )
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
 
@@ -38,6 +40,28 @@ def measurement_of(runs, parity, config, label=""):
         choice = choices[0]
         texts.append(choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content"))
     return {"config": sorted(config or []), "label": label, "loads": loads, "parity": texts}
+
+
+def more_runs(runs, settings, budget_s):
+    """The runs to add to a configuration's measurement (the results of the serving_benchmark loop, each with
+    ``item`` = [load, repeat]) where its noise keeps a comparison from the resolution goal, within ``budget_s``
+    seconds a load (smoke_test_run_budget_s; 0: none). Returns {"runs": [[load, repeat], ...] to loop over, numbered
+    on from the runs so far, "loads": noise_band.runs_to_add's account of each load}."""
+    budget = number(budget_s)
+    if isinstance(budget_s, bool) or budget is None or budget < 0:
+        raise ExperimentError("smoke_test_run_budget_s must be a number of seconds, 0 or more (0: no runs added), "
+                              "got %r" % (budget_s,))
+    settings = settings_of(settings)
+    measured = {}
+    for result in runs or []:
+        item = result.get("item") if isinstance(result, Mapping) else None
+        value = number(result.get("output_tokens_per_s")) if isinstance(result, Mapping) else None
+        if isinstance(item, (list, tuple)) and len(item) == 2 and value is not None:
+            measured.setdefault(str(item[0]), []).append((value, number(result.get("duration_s"))))
+    loads = noise_band.runs_to_add(measured, settings["resolution"], settings["tolerance"],
+                                   settings["noise_multiple"], budget)
+    items = [[load, entry["runs"] + offset] for load, entry in sorted(loads.items()) for offset in range(entry["add"])]
+    return {"runs": items, "loads": loads}
 
 
 def switch_to(config, experiments, patches_enabled, tuning, gates_live):
