@@ -40,7 +40,6 @@ PRUNE = {
                                     "the harness serves with --attention-backend triton",
     "sgl_kernel/sm100": "kernels built for SM100 (Blackwell); the host is SM90, which loads sgl_kernel/sm90",
     "sgl_kernel/infllm_ops*": "InfLLM sparse attention, not on the triton path",
-    "sgl_kernel/flashmla_ops*": "FlashMLA, for MLA models (DeepSeek, GLM-5); the harness model is a Llama",
     "xgrammar/lib": "libxgrammar.a (62 MB), a static library for linking C++ against; Python loads the bindings",
     "ansible_test": "ansible-test, the collection's sanity tool, which the harness does not run",
     "bin": "console scripts with this machine's interpreter in their #! line; the harness runs python3 -m",

@@ -37,6 +37,9 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
                --max-running-requests left to SGLang (which resets it to 48), and with it at the highest load;
                also steps-4, --num-continuous-decode-steps 4 without drafting; /server_info of each start (not in
                a plain run: --only ...,speculative)
+  glm5         GLM-5's architecture (glm5_arch.py): a scaled-down GlmMoeDsaForCausalLM of random weights started by
+               SGLang once per start SM120_REAL_GLM5_STARTS names (the profile's flags, MTP steps, MoE runners): the
+               start-up timeline, /server_info, the profile's loads measured (not in a plain run: --only glm5)
   summary      summary.md from the results
 
 Results go to /var/tmp/sm120-real/results (then $OUT/results.tar.gz, $OUT/summary.md, $OUT/harness.log).
@@ -121,14 +124,14 @@ UNIT = "sglang-%s.service" % PROFILE
 TUNING = [name for name in os.environ.get("SM120_REAL_TUNING", "cuda_graph_max_bs_128,max_running_requests_64")
           .split(",") if name]
 PHASES = ("setup", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "rerun", "noise",
-          "speculative", "summary")
+          "speculative", "glm5", "summary")
 # Phases a run without --only leaves out (each costs server starts, or minutes, the others do not need).
-OPT_IN = ("crash", "noise", "speculative")
-REHEARSAL_SKIPS = ("compare", "cause")
+OPT_IN = ("crash", "noise", "speculative", "glm5")
+REHEARSAL_SKIPS = ("compare", "cause", "glm5")
 REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
 NEEDS = {"model": "setup", "deploy": "model", "compare": "deploy", "cause": "deploy", "parity": "deploy",
          "experiments": "deploy", "rerun": "experiments", "speculative": "model", "crash": "model",
-         "noise": "deploy"}
+         "noise": "deploy", "glm5": "setup"}
 # The noise phase (issue 36): A/A rounds of the smoke test's own measurement on the deployed server, then a restart
 # of the same configuration and as many rounds again (benchmarks/real_gpu/noise.py, benchmarks/noise_floor.py).
 NOISE_ROUNDS = os.environ.get("SM120_REAL_NOISE_ROUNDS", "4")
@@ -426,6 +429,20 @@ def phase_noise():
     healthy = wait_healthy()
     log("  noise: restarted in %.1f s (health %.1f s)" % (time.monotonic() - began, healthy))
     noise_rounds()
+
+
+# The GLM-5 architecture (issue 37): glm5_arch.py makes a scaled-down GlmMoeDsaForCausalLM config and starts SGLang
+# on it with random weights, once per start SM120_REAL_GLM5_STARTS names (its --starts default unless set).
+GLM5_MODEL = HOME / "models" / "glm-5-arch"
+
+
+def phase_glm5():
+    run([str(PYTHON), str(HERE / "glm5_arch.py"), "make", str(GLM5_MODEL)], "glm5-make", env=tool_env())
+    starts = os.environ.get("SM120_REAL_GLM5_STARTS")
+    run([str(PYTHON), str(HERE / "glm5_arch.py"), "probe", "--model", str(GLM5_MODEL),
+         "--out", str(RESULTS / "glm5.jsonl"), "--logs", str(RESULTS / "glm5")] + (["--starts", starts] if starts
+                                                                                   else []),
+        "glm5", env=tool_env(), timeout=3000)
 
 
 def phase_experiments():

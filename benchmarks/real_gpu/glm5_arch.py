@@ -1,0 +1,264 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GLM-5's architecture on the lent GPU: a scaled-down GlmMoeDsaForCausalLM of random weights, started by SGLang.
+
+The weights of GLM-5-NVFP4 (about 410 GB) cannot come to the device host and its NVFP4 kernels need SM100/SM120,
+but SGLang serves a model from its config.json alone with ``--load-format dummy`` (random weights). So ``make``
+writes a config.json that keeps every structural key of GLM-5's (``GlmMoeDsaForCausalLM``: MLA attention with
+DeepSeek sparse attention (DSA) and its indexer, a MoE of routed and shared experts with sigmoid routing and
+``noaux_tc``, three dense layers first, one MTP (NextN) layer) at GLM-5's own head sizes, which the attention
+kernels are built for, and scales down only what sets the model's size (SCALED: layers, routed experts, vocabulary).
+Its tokenizer is make_model.py's BPE.
+
+``probe`` starts SGLang on it once per named start (STARTS: the production profile's flags with the exceptions
+the GPU or the carried packages force, then MTP, then MoE runners), each as its own process: the start-up
+timeline read from SGLang's log (weights, KV cache, CUDA graphs, ready), /server_info (the running-request bound,
+the draft's accept length), the smoke test's own measurement (run_benchmark) at the profile's two loads scaled to
+fewer requests, or the error that ended the start (the log's last lines). One JSON line a start to --out.
+
+    python3 glm5_arch.py make OUT_DIR
+    python3 glm5_arch.py probe --model OUT_DIR --out results/glm5.jsonl --logs results/glm5 [--starts base,mtp_3_4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+# GLM-5 (zai-org/GLM-5, the base of lukealonso/GLM-5-NVFP4): transformers 5.12.1's GlmMoeDsaConfig defaults, which
+# its docstring ties to that checkpoint, and the checkpoint keys SGLang reads beyond them (num_nextn_predict_layers,
+# scoring_func, topk_method; tests/unit/plugins/plugin_utils/test_model_config.py has 78 layers and 1 NextN layer).
+GLM5 = {
+    "architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa", "torch_dtype": "bfloat16",
+    "vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 12288, "moe_intermediate_size": 2048,
+    "num_hidden_layers": 78, "num_attention_heads": 64, "num_key_value_heads": 64,
+    "q_lora_rank": 2048, "kv_lora_rank": 512, "qk_nope_head_dim": 192, "qk_rope_head_dim": 64, "v_head_dim": 256,
+    "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 32,
+    "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8, "routed_scaling_factor": 2.5,
+    "n_group": 1, "topk_group": 1, "norm_topk_prob": True, "scoring_func": "sigmoid", "topk_method": "noaux_tc",
+    "first_k_dense_replace": 3, "moe_layer_freq": 1, "num_nextn_predict_layers": 1,
+    "hidden_act": "silu", "rms_norm_eps": 1e-05, "max_position_embeddings": 202752, "rope_theta": 1000000,
+    "attention_bias": False, "tie_word_embeddings": False, "bos_token_id": 0, "eos_token_id": 1,
+}
+# What is scaled down, and only that: 6 layers keep the 3 dense ones and 3 MoE ones (the real model has 75 MoE
+# layers), 32 routed experts of 256 (8 still chosen a token, so a token's work per layer is the real one), the
+# tokenizer's 32,000 tokens for 154,880 (the request's token ids must decode). About 6.9 B parameters, 14 GB bf16.
+SCALED = {"num_hidden_layers": 6, "n_routed_experts": 32}
+
+# The production profile's launch (roles/sglang_service/vars/profiles.yml, glm-5-nvfp4) at TP 1, and what this GPU
+# and the carried packages cannot run, each said where it is left out or replaced:
+#   --quantization modelopt_fp4   left out: the weights are random bf16 (--load-format dummy), and NVFP4's kernels
+#                                 need SM100/SM120 (0.5.16 modelopt_quant.py refuses capability < 10 for the FP4
+#                                 MoE); the profile's other flags stay
+#   --tp-size 8                   --tp-size 1: one GPU is lent
+#   DSA's decode on SM90          SGLang picks fa3 for a bf16 KV cache on Hopper (arg_groups/overrides.py,
+#                                 _dsa_split_backend_resolution), whose library (sgl_kernel/flash_ops, 1.07 GB)
+#                                 cannot be carried in 64 MiB: flashmla_sparse (sgl_kernel/flashmla_ops, 14 MB,
+#                                 carried) decodes instead, the prefill's own default
+PROFILE_FLAGS = ["--kv-cache-dtype", "bf16", "--disable-shared-experts-fusion", "--load-format", "dummy",
+                 "--tp-size", "1", "--context-length", "4096", "--enable-metrics",
+                 "--dsa-prefill-backend", "flashmla_sparse", "--dsa-decode-backend", "flashmla_sparse"]
+# The starts: the profile as above; the knob mtp_nextn of data/experiments.yml, its flags as shipped and
+# --max-running-requests left to SGLang; the MoE runners; and fa3's decode, to record its refusal here.
+STARTS = {
+    "base": [],
+    "mtp_1_2": ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "1", "--speculative-eagle-topk", "1",
+                "--speculative-num-draft-tokens", "2"],
+    "mtp_3_4": ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                "--speculative-num-draft-tokens", "4"],
+    "moe_triton": ["--moe-runner-backend", "triton"],
+    "moe_flashinfer_cutlass": ["--moe-runner-backend", "flashinfer_cutlass"],
+    "decode_fa3": ["--dsa-decode-backend", "fa3"],
+}
+# The profile's loads (low: concurrency 4, high: 64; 1,024 tokens in, 256 out) with fewer requests a run.
+LOADS = {"low": {"concurrency": 4, "num_requests": 16, "input_tokens": 1024, "output_tokens": 256},
+         "high": {"concurrency": 64, "num_requests": 128, "input_tokens": 1024, "output_tokens": 256}}
+# What SGLang 0.5.16 logs at each step of a start (the scheduler's lines carry " TP0" in their stamp).
+MARKS = {
+    "weights_begin": "Load weight begin",
+    "weights_end": "Load weight end",
+    "kv_cache": "KV Cache is allocated",
+    "graphs_begin": "Capture cuda graph begin",
+    "graphs_end": "Capture cuda graph end",
+    "ready": "The server is fired up and ready to roll",
+}
+STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] (.*)$")
+
+
+def config():
+    """GLM5 with SCALED applied and the tokenizer's vocabulary (set by make)."""
+    return dict(GLM5, **SCALED)
+
+
+def make(out):
+    from make_model import make_tokenizer
+
+    if (out / "config.json").exists():
+        return {"model": str(out), "made": False}
+    partial = out.with_name(out.name + ".partial")
+    partial.mkdir(parents=True, exist_ok=True)
+    tokenizer = make_tokenizer(partial, 32000)
+    made = dict(config(), vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+                eos_token_id=tokenizer.eos_token_id)
+    (partial / "config.json").write_text(json.dumps(made, indent=1) + "\n")
+    for path in [partial, *partial.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    os.replace(partial, out)
+    return {"model": str(out), "made": True, "config": made}
+
+
+def timeline(log_text, started):
+    """Seconds from the process's start to the first line of each MARK (and where each was seen twice, the second:
+    a speculative start loads and captures the draft's too)."""
+    import datetime
+
+    found = {}
+    for line in log_text.splitlines():
+        match = STAMP.match(line)
+        if not match:
+            continue
+        at = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
+        for name, mark in MARKS.items():
+            if mark in match.group(2):
+                key = name if name not in found else name + "_2"
+                if key not in found:
+                    found[key] = round(at - started, 1)
+    return found
+
+
+def get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status, response.read()
+
+
+def wait_ready(url, process, limit):
+    began = time.monotonic()
+    while time.monotonic() - began < limit:
+        if process.poll() is not None:
+            return "exited with %d" % process.returncode
+        try:
+            if get(url + "/health", timeout=10)[0] == 200:
+                return None
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(2)
+    return "not healthy within %d s" % limit
+
+
+def measure(url, model, vocab_size):
+    from ansible_collections.sm120.sglang.plugins.module_utils.serving_benchmark import BenchmarkPlan, run_benchmark
+
+    rows = {}
+    for name, load in LOADS.items():
+        plan = BenchmarkPlan(url=url, model=model, concurrency=load["concurrency"], num_requests=load["num_requests"],
+                             num_warmup=4, input_tokens=load["input_tokens"], output_tokens=load["output_tokens"],
+                             timeout=300, vocab_size=vocab_size)
+        try:
+            result = run_benchmark(plan)
+        except Exception as exc:  # the start's record keeps what the run said
+            rows[name] = {"error": str(exc)[-800:]}
+            continue
+        rows[name] = {key: result.get(key) for key in (
+            "output_tokens_per_s", "duration_s", "failed_requests", "ttft_ms", "itl_ms", "accept_length",
+            "max_running_requests")}
+    return rows
+
+
+def stop(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    # The scheduler and detokenizer are children; a start that died may leave them holding the GPU.
+    subprocess.run(["pkill", "-9", "-f", "sglang.launch_server"], check=False)
+    time.sleep(3)
+
+
+def probe_one(name, model, port, logs, limit):
+    url = "http://127.0.0.1:%d" % port
+    argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(model), "--served-model-name",
+            "glm-5", "--host", "127.0.0.1", "--port", str(port)] + PROFILE_FLAGS + STARTS[name]
+    log_path = logs / (name + ".log")
+    started = time.time()
+    with open(log_path, "wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    record = {"start": name, "argv": argv[3:], "began": started}
+    try:
+        problem = wait_ready(url, process, limit)
+        record["up_s"] = round(time.time() - started, 1)
+        if problem:
+            record["error"] = problem
+        else:
+            vocab = json.loads((model / "config.json").read_text())["vocab_size"]
+            record["loads"] = measure(url, "glm-5", vocab)
+            try:
+                info = json.loads(get(url + "/server_info", timeout=10)[1])
+                record["max_running_requests"] = info.get("max_running_requests")
+                states = info.get("internal_states") or []
+                record["accept_length"] = [s.get("avg_spec_accept_length") for s in states if isinstance(s, dict)]
+                record["server_args"] = {key: info.get(key) for key in (
+                    "attention_backend", "dsa_prefill_backend", "dsa_decode_backend", "moe_runner_backend",
+                    "page_size", "cuda_graph_max_bs", "speculative_algorithm", "speculative_num_steps",
+                    "speculative_num_draft_tokens", "mem_fraction_static", "max_total_num_tokens",
+                    "chunked_prefill_size")}
+                record["max_total_num_tokens"] = next((s.get("max_total_num_tokens") for s in states
+                                                       if isinstance(s, dict) and "max_total_num_tokens" in s), None)
+            except (OSError, ValueError) as exc:
+                record["server_info_error"] = str(exc)
+    finally:
+        stop(process)
+    text = log_path.read_text(errors="replace")
+    record["timeline_s"] = timeline(text, started)
+    if record.get("error"):
+        record["log_tail"] = text.splitlines()[-40:]
+    record["seconds"] = round(time.time() - started, 1)
+    return record
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    made = sub.add_parser("make")
+    made.add_argument("out", type=Path)
+    probe = sub.add_parser("probe")
+    probe.add_argument("--model", type=Path, required=True)
+    probe.add_argument("--out", type=Path, required=True)
+    probe.add_argument("--logs", type=Path, required=True)
+    probe.add_argument("--starts", default="base,mtp_3_4,mtp_1_2,moe_flashinfer_cutlass")
+    probe.add_argument("--port", type=int, default=30010)
+    probe.add_argument("--limit", type=int, default=240, help="seconds a start may take to answer")
+    args = parser.parse_args(argv)
+    if args.command == "make":
+        print(json.dumps(make(args.out)))
+        return 0
+    starts = [name for name in args.starts.split(",") if name]
+    unknown = [name for name in starts if name not in STARTS]
+    if unknown:
+        parser.error("--starts names %s, not starts of this probe (%s)" % (", ".join(unknown), ", ".join(STARTS)))
+    args.logs.mkdir(parents=True, exist_ok=True)
+    for name in starts:
+        record = probe_one(name, args.model, args.port, args.logs, args.limit)
+        with open(args.out, "a") as out:
+            out.write(json.dumps(record) + "\n")
+        print("%s: %s in %.1f s; timeline %s; loads %s; accept %s; max running %s" % (
+            name, record.get("error") or "up", record["seconds"], record["timeline_s"],
+            {k: (v.get("output_tokens_per_s") if isinstance(v, dict) else v)
+             for k, v in (record.get("loads") or {}).items()},
+            record.get("accept_length"), record.get("max_running_requests")), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

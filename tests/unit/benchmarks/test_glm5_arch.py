@@ -1,0 +1,78 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""benchmarks/real_gpu/glm5_arch.py, before device minutes are spent on it: the scaled-down GLM-5 keeps every key of
+GLM-5's config but the ones it says it scales, each start's command line is one SGLang 0.5.16's own parser takes
+(the release the harness carries), and the start-up timeline is read from SGLang's log lines as they are written."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_wheel
+from ansible_collections.sm120.sglang.tooling.server_flag_problems import flag_problems
+from ansible_collections.sm120.sglang.tooling.server_flags import read_server_flags
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "real_gpu" / "glm5_arch.py"
+sys.path.insert(0, str(SCRIPT.parent))
+spec = importlib.util.spec_from_file_location("glm5_arch", SCRIPT)
+glm5_arch = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(glm5_arch)
+
+
+def test_the_scaled_model_keeps_glm5s_structure_and_scales_only_its_size():
+    made = glm5_arch.config()
+    assert made["architectures"] == ["GlmMoeDsaForCausalLM"] and made["model_type"] == "glm_moe_dsa"
+    changed = {key for key in glm5_arch.GLM5 if made[key] != glm5_arch.GLM5[key]}
+    assert changed == {"num_hidden_layers", "n_routed_experts"}
+    # GLM-5's attention and routing as its checkpoint has them: MLA (kv_lora 512, rope 64, nope 192, v 256), DSA's
+    # indexer (32 heads of 128, top 2,048), 8 of the routed experts a token with sigmoid scores, one NextN layer, and
+    # the three dense layers first, which 6 layers keep with 3 MoE layers after them.
+    assert (made["kv_lora_rank"], made["qk_rope_head_dim"], made["qk_nope_head_dim"], made["v_head_dim"]) == (
+        512, 64, 192, 256)
+    assert (made["index_n_heads"], made["index_head_dim"], made["index_topk"]) == (32, 128, 2048)
+    assert (made["num_experts_per_tok"], made["scoring_func"], made["num_nextn_predict_layers"]) == (8, "sigmoid", 1)
+    assert made["first_k_dense_replace"] == 3 < made["num_hidden_layers"] == 6
+
+
+def as_arguments(argv):
+    """flag -> value of a command line (a flag followed by another flag, or last, is a switch)."""
+    arguments, index = {}, 0
+    while index < len(argv):
+        flag = argv[index]
+        if index + 1 < len(argv) and not argv[index + 1].startswith("--"):
+            arguments[flag], index = argv[index + 1], index + 2
+        else:
+            arguments[flag], index = True, index + 1
+    return arguments
+
+
+@pytest.mark.parametrize("start", sorted(glm5_arch.STARTS))
+def test_every_start_is_a_command_line_sglang_0_5_16_takes(start):
+    archive = sglang_wheel("0.5.16")
+    names = set(archive.namelist())
+    parser = read_server_flags(lambda path: archive.read(path).decode() if path in names else None)
+    arguments = as_arguments(["--model-path", "/m", "--port", "30010"] + glm5_arch.PROFILE_FLAGS
+                             + glm5_arch.STARTS[start])
+    assert flag_problems(parser, arguments) == []
+
+
+def test_the_timeline_is_read_from_sglangs_log_lines_and_a_second_load_is_the_drafts():
+    started = datetime.datetime(2026, 12, 5, 20, 0, 0).timestamp()
+    log = "\n".join([
+        "[2026-12-05 20:00:09 TP0] Load weight begin. avail mem=78.2 GB",
+        "[2026-12-05 20:00:21 TP0] Load weight end. type=GlmMoeDsaForCausalLM, dtype=torch.bfloat16",
+        "[2026-12-05 20:00:22 TP0] KV Cache is allocated. #tokens: 400000",
+        "[2026-12-05 20:00:23 TP0] Capture cuda graph begin. This can take up to several minutes.",
+        "[2026-12-05 20:00:51 TP0] Capture cuda graph end. Time elapsed: 28.0 s.",
+        "[2026-12-05 20:00:52 TP0] Load weight begin. avail mem=20.1 GB",
+        "a line without a stamp: Load weight end",
+        "[2026-12-05 20:01:05] The server is fired up and ready to roll!",
+    ])
+    assert glm5_arch.timeline(log, started) == {
+        "weights_begin": 9.0, "weights_end": 21.0, "kv_cache": 22.0, "graphs_begin": 23.0, "graphs_end": 51.0,
+        "weights_begin_2": 52.0, "ready": 65.0}
