@@ -20,6 +20,11 @@ candidate's runs scaled by x0.90, x0.95, x1.05, x1.10), with the smallest change
 
     python3 benchmarks/noise_floor.py docs/evidence/real-gpu-noise/noise.jsonl            # k 2
     python3 benchmarks/noise_floor.py docs/evidence/real-gpu-noise/noise.jsonl --k 3
+    python3 benchmarks/noise_floor.py docs/evidence/real-gpu-noise/noise.jsonl --k 3 --budget 180
+
+The last section measures the rule with a run budget (smoke_test_run_budget_s) on runs drawn as the real ones were
+(each start's mean, the load's run-to-run CV within a start): each side measured k times and then as many more as
+its own noise asks for the 10 % goal, within the budget; within a start and across starts.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import argparse
 import itertools
 import json
 import math
+import random
 import statistics
 import sys
 from pathlib import Path
@@ -111,12 +117,81 @@ def pairs(by_start, k):
     return found
 
 
+def measured(start, k, budget, settings, rng):
+    """One configuration measured as the smoke test does with a run budget: k runs, then the runs its noise asks for
+    within the budget (noise_band.runs_to_add, the function the role's filter calls). A run is drawn as the real
+    ones of its start were: a normal of that start's mean and the load's pooled run-to-run CV within a start, at
+    its mean length (a start's 2 to 5 real runs drawn with replacement repeat each other, and three equal draws read
+    as no noise at all)."""
+    def draw():
+        return {"output_tokens_per_s": rng.gauss(start["mean"], start["mean"] * start["cv"]),
+                "duration_s": start["seconds"]}
+
+    runs = [draw() for _run in range(k)]
+    pairs = [(run["output_tokens_per_s"], run["duration_s"]) for run in runs]
+    added = noise_band.runs_to_add({"load": pairs}, settings["resolution"], settings["tolerance"],
+                                   settings["noise_multiple"], budget)["load"]["add"]
+    return runs + [draw() for _run in range(added)]
+
+
+def budgeted(rows, loads, args):
+    """The band rule with a run budget on runs drawn as the real ones were: each comparison's baseline from one start
+    and its candidate from the same start (within) or another (across: the drift between starts included, as the
+    experiments meet it, a candidate on a restarted server), k each and then the runs each side's own noise asks
+    for. A/A: any verdict but no change is false; a known change: the candidate's runs scaled."""
+    settings = {"tolerance": 0.03, "noise_multiple": args.noise_multiple, "resolution": 0.10}
+    rng = random.Random(0)
+    print("\n## With a run budget of %g s a load (smoke_test_run_budget_s), k = %d, goal 10 %%: %d comparisons a load "
+          "and kind, runs drawn as the real ones were\n" % (args.budget, args.k, args.trials))
+    print("Each run a normal of its start's real mean and the load's pooled CV within a start; each figure a share "
+          "of %d draws (±%.0f %% at 95 %% for a share near 50 %%).\n" % (args.trials, 100 * 1.96 * 0.5 / math.sqrt(
+              args.trials)))
+    print("| load | kind | false verdicts (A/A) | not decided (A/A) | sees x0.90 / x0.95 / x1.05 / x1.10 | runs a side "
+          "(mean, max) | seconds a side (mean) |")
+    print("| --- | --- | ---: | ---: | --- | --- | ---: |")
+    for load in loads:
+        by_start = {}
+        for row in rows:
+            if row["load"] == load:
+                by_start.setdefault(row["start"], []).append(row)
+        cv = noise_band.pooled_cv(*[[r["output_tokens_per_s"] for r in runs] for runs in by_start.values()])[0]
+        starts = [{"mean": statistics.mean(r["output_tokens_per_s"] for r in runs), "cv": cv,
+                   "seconds": statistics.mean(r["duration_s"] for r in runs)} for _s, runs in sorted(by_start.items())]
+        for kind in ("within", "across"):
+            if kind == "across" and len(starts) < 2:
+                continue
+            false = undecided = 0
+            seen = {effect: 0 for effect in EFFECTS}
+            sizes, seconds = [], []
+            for _trial in range(args.trials):
+                first = rng.randrange(len(starts))
+                second = first if kind == "within" else rng.choice([s for s in range(len(starts)) if s != first])
+                base = measured(starts[first], args.k, args.budget, settings, rng)
+                cand = measured(starts[second], args.k, args.budget, settings, rng)
+                sizes += [len(base), len(cand)]
+                seconds += [sum(r["duration_s"] for r in base), sum(r["duration_s"] for r in cand)]
+                found = experiments.compare_load(base, cand, settings)
+                false += found["verdict"] != experiments.NEUTRAL
+                undecided += not found["decided"]
+                for effect in EFFECTS:
+                    scaled = [dict(r, output_tokens_per_s=r["output_tokens_per_s"] * effect) for r in cand]
+                    verdict = experiments.compare_load(base, scaled, settings)["verdict"]
+                    seen[effect] += verdict == (experiments.GAIN if effect > 1 else experiments.REGRESSION)
+            print("| %s | %s | %.1f %% | %.1f %% | %s | %.1f, %d | %.0f |" % (
+                load, kind, 100 * false / args.trials, 100 * undecided / args.trials,
+                " / ".join("%.0f %%" % (100 * seen[e] / args.trials) for e in EFFECTS),
+                statistics.mean(sizes), max(sizes), statistics.mean(seconds)))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("noise", type=Path, help="noise.jsonl of the harness's noise phase")
     parser.add_argument("--k", type=int, default=2, help="runs a measurement (the smoke test's repeats)")
     parser.add_argument("--noise-multiple", type=float, default=experiments.DEFAULTS["noise_multiple"],
                         help="the band's noise_multiple (smoke_test_experiment_noise_multiple)")
+    parser.add_argument("--budget", type=float, default=180.0,
+                        help="seconds of added runs a load (smoke_test_run_budget_s) for the resampled section")
+    parser.add_argument("--trials", type=int, default=2000, help="resampled comparisons a load and kind")
     args = parser.parse_args(argv)
     rows = [json.loads(line) for line in args.noise.read_text().splitlines() if line.strip()]
     concurrency = {row["load"]: row["concurrency"] for row in rows}
@@ -217,6 +292,7 @@ def main(argv=None):
                 print("| %s | %s | %d | %d (%.0f %%) | %.1f %% | %.0f %% | %.0f %% |" % (
                     load, order, windows, false, 100 * false / windows, 100 * experiments.median(changes),
                     100 * seen_low / windows, 100 * seen_high / windows))
+    budgeted(rows, loads, args)
     print("\nThe smallest change a measurement of k runs can tell apart from a pooled CV, at 5 % false verdicts and "
           "80 % power (two-sided, normal): 2.8 x CV x sqrt(2 / k).\n")
     print("| load | way | pooled CV | smallest change, k = 2 / 3 / 5 / 8 |")

@@ -64,3 +64,6 @@ def test_a_constant_run_is_never_called_a_change_and_a_ten_per_cent_change_is(tm
     printed = capsys.readouterr().out
     # Three runs a start hold no two disjoint pairs: every A/A pair is across the starts.
     assert "| c2 | whole | 0 / 18 | - / 0 (0 %) | ±3.0 % | 100 % | 100 % | 100 % | 100 % |" in printed
+    # With a run budget, runs drawn as these were (no spread): none added, none called a change, every change seen.
+    assert "| c2 | within | 0.0 % | 0.0 % | 100 % / 100 % / 100 % / 100 % | 2.0, 2 |" in printed
+    assert "| c2 | across | 0.0 % | 0.0 % | 100 % / 100 % / 100 % / 100 % | 2.0, 2 |" in printed
