@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, sm120.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""benchmarks/real_gpu/glm5_arch.py, before device minutes are spent on it: the scaled-down GLM-5 keeps every key of
+"""benchmarks/real_gpu/glm5_arch.py, before device minutes are spent on it (here, beside the tests of the tooling whose
+parser reader it uses): the scaled-down GLM-5 keeps every key of
 GLM-5's config but the ones it says it scales, each start's command line is one SGLang 0.5.16's own parser takes
 (the release the harness carries), and the start-up timeline is read from SGLang's log lines as they are written."""
 
@@ -17,7 +18,7 @@ from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import sglang_whe
 from ansible_collections.sm120.sglang.tooling.server_flag_problems import flag_problems
 from ansible_collections.sm120.sglang.tooling.server_flags import read_server_flags
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "real_gpu" / "glm5_arch.py"
+SCRIPT = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "real_gpu" / "glm5_arch.py"  # beside the harness
 sys.path.insert(0, str(SCRIPT.parent))
 spec = importlib.util.spec_from_file_location("glm5_arch", SCRIPT)
 glm5_arch = importlib.util.module_from_spec(spec)
