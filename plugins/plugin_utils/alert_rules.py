@@ -260,9 +260,9 @@ def alert_rules(loads=None, max_ttft_p99_ms=None, thresholds=None, window="10m",
                 power, _num(limits.spin_max_power_fraction), on_gpu, busy, on_gpu, full_clock, serving),
             "spin-waiting",
             "Busy at least %s %% of the time with requests running, yet drawing a median {{ $value | printf \"%%.2f\" }} "
-            "of its power limit with the SM clock at its maximum, %s: kernels spin on a flag, GPUs wait on each other. "
-            "Look for a synchronisation bug (a fusion or allreduce gate), not for more load." % (
-                _num(limits.busy_util_pct), over)),
+            "of its power limit with the SM clock not pulled down (%s of its maximum or more), %s: kernels spin on a "
+            "flag, GPUs wait on each other. Look for a synchronisation bug (a fusion or allreduce gate), not for more "
+            "load." % (_num(limits.busy_util_pct), _num(limits.pulled_down_clock_fraction), over)),
         gpu_alert(
             "SglangGpuUnderfed", UNDERFED, "warning",
             "((%s < %s unless on (host, gpu) %s) or (%s >= %s and %s < %s%s%s%s%s)) unless on (host, gpu) %s "
