@@ -93,7 +93,7 @@ class AlertRulesError(ValueError):
     """An argument the rules cannot be written from; the message names it and what it takes."""
 
 
-def _duration(name, value):
+def duration(name, value):
     text = str(value or "")
     if not text or not _DURATION.match(text) or text in ("0s", "0m"):
         raise AlertRulesError("%s must be a Prometheus duration above 0 such as 10m or 1h30m; got %r" % (name, value))
@@ -160,7 +160,7 @@ def _queue_bound(loads, max_queued_requests):
     return max(concurrencies) if concurrencies else None
 
 
-def _job(name, value):
+def job_name(name, value):
     if not isinstance(value, str) or not _JOB.match(value):
         raise AlertRulesError("%s must be a scrape job name (no quotes, backslashes or newlines); got %r" % (name, value))
     return value
@@ -180,9 +180,9 @@ def alert_rules(loads=None, max_ttft_p99_ms=None, thresholds=None, window="10m",
         limits = thresholds_from(thresholds)
     except CauseThresholdError as exc:
         raise AlertRulesError(str(exc)) from None
-    window, hold = _duration("window", window), _duration("hold", hold)
-    server_job, gpu_job = _job("server_job", server_job), _job("gpu_job", gpu_job)
-    router_job = _job("router_job", router_job)
+    window, hold = duration("window", window), duration("hold", hold)
+    server_job, gpu_job = job_name("server_job", server_job), job_name("gpu_job", gpu_job)
+    router_job = job_name("router_job", router_job)
     ttft_s, itl_s = _objectives(loads, max_ttft_p99_ms)
     queue_bound = _queue_bound(loads, max_queued_requests)
 
