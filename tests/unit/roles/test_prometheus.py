@@ -10,6 +10,7 @@ file it names, which is what the role's validate runs before either file is writ
 
 from __future__ import annotations
 
+import json
 import pathlib
 import shutil
 import subprocess
@@ -111,3 +112,28 @@ def test_without_published_loads_ttft_is_held_to_the_smoke_tests_bound_where_the
     alerts = {rule["alert"]: rule["expr"] for rule in rules["groups"][1]["rules"]}
     assert alerts["SglangTtftOverObjective"] == "sm120:host_ttft_seconds:p99_10m > 20"
     assert "SglangItlOverObjective" not in alerts and "SglangRequestsQueueing" not in alerts
+
+
+def _tasks(node):
+    for task in node:
+        yield task
+        yield from _tasks(task.get("block") or [])
+
+
+def _rules_loaded(answer, rules_file, alerts):
+    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    until = next(task for task in _tasks(tasks) if task.get("name") == "Wait until Prometheus has loaded the alert rules")
+    templar = Templar(loader=DataLoader(), variables={
+        "__prometheus_rules_api": {"status": 200, "json": answer}, "prometheus_rules_file": rules_file,
+        "__prometheus_rules_now": {"groups": [{"rules": []}, {"rules": [{"alert": name} for name in alerts]}]}})
+    return templar.template(trust_as_template("{{ %s }}" % until["until"].strip()))
+
+
+def test_the_check_knows_its_rules_in_a_real_prometheus_answer_and_nothing_less():
+    # GET /api/v1/rules?type=alert of Debian's Prometheus 2.42 with the role's files in /tmp/mon38 (the evidence run).
+    answer = json.loads((ROOT / "tests" / "unit" / "roles" / "fixtures" / "prometheus-2.42-rules-api.json").read_text())
+    loaded = [rule["name"] for group in answer["data"]["groups"] for rule in group["rules"]]
+    assert len(loaded) == 10
+    assert _rules_loaded(answer, "/tmp/mon38/rules.yml", loaded) is True
+    assert _rules_loaded(answer, "/etc/prometheus/other.rules.yml", loaded) is False
+    assert _rules_loaded(answer, "/tmp/mon38/rules.yml", loaded + ["SglangNewAlert"]) is False
