@@ -3,8 +3,8 @@
 # Debian/Ubuntu machine, and nothing twice: Debian packages, the docker engine,
 # the controller venv (pinned), the systemd base images for the container hosts,
 # and the link that lets Ansible find this checkout as sm120.sglang.
-# With --tests (scripts/test.sh), also the real SGLang wheels the unit tests read (.cache/wheels), so that the tests
-# themselves need no network.
+# With --tests (scripts/test.sh), also the real SGLang wheels the unit tests read (.cache/wheels) and promtool, so
+# that the tests themselves need no network.
 set -euo pipefail
 tests=false
 case "${1:-}" in
@@ -26,6 +26,16 @@ if ((${#need_pkgs[@]})); then
   log "installing ${need_pkgs[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+# With --tests, promtool for the alert rules' tests (tests/unit/plugins/plugin_utils/test_alert_rules_promtool.py):
+# Debian ships it in the prometheus package, installed without its recommends (a node exporter). Installed here, the
+# package's own server is not wanted: where systemd runs, it is stopped and left disabled.
+if $tests && ! command -v promtool >/dev/null 2>&1; then
+  log "installing prometheus (promtool)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  if [[ -d /run/systemd/system ]]; then systemctl disable --now prometheus.service >/dev/null 2>&1 || true; fi
 fi
 
 if ! docker info >/dev/null 2>&1; then

@@ -86,7 +86,11 @@ collection() {
       ansible-playbook -i localhost, sm120.sglang.deploy --syntax-check
       # Read whole, not through grep -q: that closes the pipe and ansible-playbook dies on it.
       tasks=$(ansible-playbook -i localhost, sm120.sglang.deploy --list-tasks --tags rollback 2>&1)
-      grep -q "Roll every recorded patch back" <<<"$tasks"')
+      grep -q "Roll every recorded patch back" <<<"$tasks"
+      # The monitoring playbook, apart from deploy: it parses, and its rollback is a tag away.
+      ansible-playbook -i localhost, sm120.sglang.monitoring --syntax-check
+      tasks=$(ansible-playbook -i localhost, sm120.sglang.monitoring --list-tasks --tags rollback 2>&1)
+      grep -q "Remove the alert rules and put" <<<"$tasks"')
 }
 
 # sglang_install_full installs the whole 11 GB GPU stack (5-10 min): run it by

@@ -1,0 +1,26 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+# Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils import alert_rules, prometheus_config
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+
+_wrap = refusing(alert_rules.AlertRulesError, prometheus_config.ScrapeConfigError)
+
+
+def _counters(_input=None):
+    """The counters file depends on nothing; a filter takes an input all the same."""
+    return alert_rules.dcgm_counters()
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "prometheus_alert_rules": _wrap(alert_rules.alert_rules),
+            "prometheus_dcgm_counters": _counters,
+            "prometheus_scrape_config": _wrap(prometheus_config.scrape_config),
+            "prometheus_published_loads": prometheus_config.published_loads,
+        }
