@@ -68,7 +68,7 @@ def test_the_server_runs_as_sglang_with_the_profiles_flags(host):
     assert argv[:2] == ["/opt/sglang/bin/python", "/opt/standin/sglang_standin.py"]
     joined = " ".join(argv)
     for flags in ("--model-path /srv/models/glm-5-nvfp4", "--tp-size 8", "--quantization modelopt_fp4",
-                  "--disable-shared-experts-fusion",
+                  "--disable-shared-experts-fusion", "--enable-metrics",
                   "--kv-cache-dtype bf16", "--mem-fraction-static 0.9", "--served-model-name glm-5",
                   "--host 0.0.0.0", "--port 30000"):
         assert flags in joined

@@ -182,6 +182,7 @@ def test_production_argv_is_the_glm5_nvfp4_launch():
         "--kv-cache-dtype": ["bf16"],
         "--quantization": ["modelopt_fp4"],
         "--disable-shared-experts-fusion": [],
+        "--enable-metrics": [],
         "--moe-runner-backend": ["flashinfer_cutlass"],
         "--config": [CONFIG],
     }
