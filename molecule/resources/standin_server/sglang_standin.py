@@ -19,7 +19,9 @@ the collection relies on the way SGLang 0.5.9 does:
   names and labels (``sglang:prompt_tokens_total{engine_type="unified",model_name=...}``,
   ``sglang:generation_tokens_total``, ``sglang:num_requests_total``, the
   ``sglang:time_to_first_token_seconds`` and ``sglang:e2e_request_latency_seconds``
-  histograms, ``sglang:num_running_reqs``, and ``sglang:cached_tokens_total``: the
+  histograms, ``sglang:inter_token_latency_seconds`` (the real server's bucket edges),
+  the gauges ``sglang:num_running_reqs`` and ``sglang:num_queue_reqs`` (requests waiting
+  for a place under --max-running-requests), and ``sglang:cached_tokens_total``: the
   prompt tokens a radix cache would have served, the longest prefix a prompt shares
   with an earlier one, at most all but its last token, as the real server counted
   255 for a repeated prompt of 256); without it 404, as SGLang mounts /metrics only
@@ -314,6 +316,9 @@ class Metrics:
     0.5.16 server names and labels them in /metrics."""
 
     BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, float("inf"))
+    # The real 0.5.16 server's edges for the time between tokens (docs/evidence/real-sglang-h200/2026-12-03-8b).
+    ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2,
+                   0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, float("inf"))
 
     def __init__(self, model):
         self.labels = 'engine_type="unified",model_name="%s"' % model
@@ -323,11 +328,19 @@ class Metrics:
         self.prefix_cache = PrefixCache()
         self.histograms = {name: [0.0, 0, [0] * len(self.BUCKETS)] for name in
                            ("sglang:time_to_first_token_seconds", "sglang:e2e_request_latency_seconds")}
+        self.itl = [0.0, 0, [0] * len(self.ITL_BUCKETS)]
         self.running = 0
+        self.queued = 0
 
-    def request_started(self):
+    def request_queued(self):
+        """A request waits for a place among those decoded at once (--max-running-requests), as in SGLang's queue."""
+        with self.lock:
+            self.queued += 1
+
+    def request_started(self, was_queued=False):
         with self.lock:
             self.running += 1
+            self.queued -= 1 if was_queued else 0
 
     def request_done(self, prompt, generated, ttft, e2e, words=()):
         with self.lock:
@@ -344,6 +357,15 @@ class Metrics:
                 for index, bound in enumerate(self.BUCKETS):
                     if value <= bound:
                         histogram[2][index] += 1
+            # Each gap between two tokens, as SGLang observes them; the stand-in paces them evenly, so each is the
+            # request's decode time over its gaps.
+            if generated > 1:
+                gap, gaps = (e2e - ttft) / (generated - 1), generated - 1
+                self.itl[0] += gap * gaps
+                self.itl[1] += gaps
+                for index, bound in enumerate(self.ITL_BUCKETS):
+                    if gap <= bound:
+                        self.itl[2][index] += gaps
 
     def text(self):
         lines = []
@@ -359,9 +381,16 @@ class Metrics:
                     lines.append('%s_bucket{%s,le="%s"} %s' % (name, self.labels, edge, float(hits)))
                 lines += ["%s_count{%s} %s" % (name, self.labels, float(count)),
                           "%s_sum{%s} %s" % (name, self.labels, total)]
-            lines += ["# TYPE sglang:num_running_reqs gauge",
-                      'sglang:num_running_reqs{%s,moe_ep_rank="0",pp_rank="0",tp_rank="0"} %s'
-                      % (self.labels, float(self.running))]
+            total, count, buckets = self.itl
+            lines.append("# TYPE sglang:inter_token_latency_seconds histogram")
+            for bound, hits in zip(self.ITL_BUCKETS, buckets):
+                edge = "+Inf" if bound == float("inf") else bound
+                lines.append('sglang:inter_token_latency_seconds_bucket{%s,le="%s"} %s' % (self.labels, edge, float(hits)))
+            lines += ["sglang:inter_token_latency_seconds_count{%s} %s" % (self.labels, float(count)),
+                      "sglang:inter_token_latency_seconds_sum{%s} %s" % (self.labels, total)]
+            for name, value in (("sglang:num_running_reqs", self.running), ("sglang:num_queue_reqs", self.queued)):
+                lines += ["# TYPE %s gauge" % name,
+                          '%s{%s,moe_ep_rank="0",pp_rank="0",tp_rank="0"} %s' % (name, self.labels, float(value))]
         return "\n".join(lines) + "\n"
 
 
@@ -503,9 +532,11 @@ class Handler(BaseHTTPRequestHandler):
         metrics = self.standin.metrics
         self.arrived, self.first_token_at = time.monotonic(), None
         # Beyond --max-running-requests a request waits, its time to first token running.
+        if metrics is not None:
+            metrics.request_queued()
         with self.standin.running_slot():
             if metrics is not None:
-                metrics.request_started()
+                metrics.request_started(was_queued=True)
             try:
                 if body.get("stream"):
                     self._stream(body, chat)
