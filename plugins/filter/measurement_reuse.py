@@ -8,12 +8,17 @@ from __future__ import annotations
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data
 from ansible_collections.sm120.sglang.plugins.plugin_utils import measurement_reuse
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import ExperimentError
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import named_arguments, refusing
+
+REQUIRED = ("experiments", "deployed", "settings")
+OPTIONAL = ("memory", "key", "retry", "server_started", "reuse_on", "run_tags")
 
 
-def smoke_measurement_reuse(*args, **kwargs):
-    """The reuse decision, the stepped knobs (data/experiments.yml) read, as experiment_step reads them."""
-    return measurement_reuse.reuse_decision(*args, **dict(kwargs, knobs=experiment_data.stepped()))
+def smoke_measurement_reuse(stored, question):
+    """The reuse decision, the stepped knobs (data/experiments.yml) read, as experiment_step reads them. ``question``
+    is one mapping of reuse_decision's arguments by name (nine positional arguments were too many to read)."""
+    arguments = named_arguments("smoke_measurement_reuse", question, REQUIRED, OPTIONAL)
+    return measurement_reuse.reuse_decision(stored, knobs=experiment_data.stepped(), **arguments)
 
 
 class FilterModule:

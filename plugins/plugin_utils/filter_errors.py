@@ -21,3 +21,20 @@ def refusing(*errors):
                 raise AnsibleFilterError(str(exc)) from None
         return run_filter
     return wrap
+
+
+def named_arguments(name, given, required, optional=()):
+    """The keyword arguments a filter that takes one mapping passes on: ``given`` must be a mapping holding every
+    name of ``required`` and no name outside ``required`` and ``optional``; otherwise AnsibleFilterError naming
+    the filter, the names missing or unknown, and those it takes."""
+    if not isinstance(given, dict):
+        raise AnsibleFilterError("%s takes one mapping of %s; got %r" % (name, ", ".join(required + tuple(optional)),
+                                                                          type(given).__name__))
+    missing = [key for key in required if key not in given]
+    unknown = sorted(key for key in given if key not in required and key not in optional)
+    if missing or unknown:
+        raise AnsibleFilterError("%s: %s; it takes %s (and %s where wanted)" % (
+            name, "; ".join(part for part in ("missing " + ", ".join(missing) if missing else "",
+                                              "unknown " + ", ".join(unknown) if unknown else "") if part),
+            ", ".join(required), ", ".join(optional) or "nothing more"))
+    return dict(given)

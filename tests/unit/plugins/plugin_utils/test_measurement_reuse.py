@@ -103,3 +103,17 @@ def test_an_experiment_to_decide_is_measured():
 def test_a_kept_verdict_without_a_decision_is_named():
     with pytest.raises(ExperimentError, match="the remembered verdict of nccl_min_nchannels_8 has no decision"):
         decide(stored(), memory={KEY: {NCCL: {"reason": "?"}}})
+
+
+def test_the_filter_takes_one_mapping_by_name_and_names_what_is_missing_or_unknown():
+    from ansible.errors import AnsibleFilterError
+
+    from ansible_collections.sm120.sglang.plugins.filter.measurement_reuse import smoke_measurement_reuse
+
+    found = smoke_measurement_reuse({}, {"experiments": [], "deployed": [], "settings": SETTINGS})
+    assert found["reuse"] is False and found["reason"] == "no measurement of this configuration is kept for this host"
+    with pytest.raises(AnsibleFilterError, match=r"smoke_measurement_reuse: missing settings; unknown deploy; it "
+                                                 r"takes experiments, deployed, settings"):
+        smoke_measurement_reuse({}, {"experiments": [], "deployed": [], "deploy": []})
+    with pytest.raises(AnsibleFilterError, match="takes one mapping"):
+        smoke_measurement_reuse({}, [[], [], SETTINGS])
