@@ -6,7 +6,7 @@ from __future__ import annotations
 # Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import deploy_lock
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
 
 class FilterModule:
@@ -14,5 +14,5 @@ class FilterModule:
         refuse = refusing(deploy_lock.DeployLockError)
         return {
             "deploy_lock_run": refuse(deploy_lock.run_of),
-            "deploy_lock_decision": refuse(deploy_lock.decide),
+            "deploy_lock_decision": refuse(by_name(deploy_lock.decide, "deploy_lock_decision")),
         }

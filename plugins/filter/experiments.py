@@ -8,6 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, experiment_io
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
 
 
@@ -65,7 +66,7 @@ class FilterModule:
         return {
             "experiment_step": _wrap(experiment_step),
             "experiment_config_key": _wrap(ex.config_key),
-            "experiment_measurement": _wrap(experiment_measurement),
+            "experiment_measurement": _wrap(by_name(experiment_measurement)),
             "experiment_memory_key": _wrap(ex.memory_key),
             "experiment_remember": _wrap(experiment_remember),
             "experiment_switch": _wrap(ex.switch_to),

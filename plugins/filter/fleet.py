@@ -6,7 +6,7 @@ from __future__ import annotations
 # Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import fleet
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
 _wrap = refusing(fleet.FleetError)
 
@@ -16,6 +16,6 @@ class FilterModule:
         return {
             "rollout_serial": _wrap(fleet.rollout_serial),
             "rollout_max_fail_percentage": _wrap(fleet.rollout_max_fail_percentage),
-            "fleet_entry": _wrap(fleet.fleet_entry),
+            "fleet_entry": _wrap(by_name(fleet.fleet_entry)),
             "fleet_band": _wrap(fleet.fleet_band),
         }

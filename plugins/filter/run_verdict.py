@@ -6,12 +6,12 @@ from __future__ import annotations
 # Documented in their sidecars, smoke_run_verdict.yml and smoke_put_back_release.yml, beside this file.
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import run_verdict
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
 _wrap = refusing(run_verdict.RunVerdictError)
 
 
 class FilterModule:
     def filters(self):
-        return {"smoke_run_verdict": _wrap(run_verdict.run_verdict),
+        return {"smoke_run_verdict": _wrap(by_name(run_verdict.run_verdict, "smoke_run_verdict")),
                 "smoke_put_back_release": _wrap(run_verdict.put_back_release)}

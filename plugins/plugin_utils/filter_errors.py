@@ -6,6 +6,7 @@ task with their message (the message names the problem and the fix)."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 from ansible.errors import AnsibleFilterError
 
@@ -38,3 +39,18 @@ def named_arguments(name, given, required, optional=()):
                                               "unknown " + ", ".join(unknown) if unknown else "") if part),
             ", ".join(required), ", ".join(optional) or "nothing more"))
     return dict(given)
+
+
+def by_name(function, name=None):
+    """``function`` as a filter of two arguments, its input and one mapping of the rest by name: a filter of more
+    than four arguments is read by name at its call (``x | f({'a': 1, 'b': 2})``) rather than by place. The names
+    without a default in ``function``'s signature are required, the others optional."""
+    parameters = list(inspect.signature(function).parameters.values())[1:]
+    required = tuple(p.name for p in parameters if p.default is inspect.Parameter.empty)
+    optional = tuple(p.name for p in parameters if p.default is not inspect.Parameter.empty)
+    label = name or function.__name__
+
+    @functools.wraps(function)
+    def run_filter(value, arguments):
+        return function(value, **named_arguments(label, arguments, required, optional))
+    return run_filter
