@@ -1,0 +1,90 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One owner per fact that several roles read (issue 39): the deploy play hands each role the same value as
+that role's own argument, and no role reads another role's argument for it.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+import yaml
+from jinja2.nativetypes import NativeEnvironment
+
+from ansible_collections.sm120.sglang.tests.unit.role_vars import ansible_environment
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+LEDGER_TASK = "Hand every role that reads or writes the patch ledger the same path"
+
+
+def _load(path):
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def _ledger_arguments():
+    """Every role argument, of any entry point, whose default is the patch ledger: role -> names."""
+    found = {}
+    for specs in sorted(ROOT.glob("roles/*/meta/argument_specs.yml")):
+        for entry in _load(specs)["argument_specs"].values():
+            for name, option in (entry.get("options") or {}).items():
+                if str(option.get("default", "")).endswith("/patch-ledger.json"):
+                    found.setdefault(specs.parent.parent.name, set()).add(name)
+    return found
+
+
+def _deploy_ledger_task():
+    plays = _load(ROOT / "playbooks" / "deploy.yml")
+    tasks = [task for play in plays for task in play.get("tasks") or [] if task.get("name") == LEDGER_TASK]
+    assert len(tasks) == 1, "playbooks/deploy.yml has one task that sets the patch ledger's path"
+    return tasks[0]
+
+
+def _render(template, variables):
+    return ansible_environment(NativeEnvironment).from_string(template).render(variables)
+
+
+def test_the_roles_that_read_the_patch_ledger_are_the_three_the_deploy_play_wires():
+    assert _ledger_arguments() == {"sm120_patches": {"sm120_patches_ledger_path"},
+                                   "sglang_install": {"sglang_install_patch_ledger"},
+                                   "sglang_service": {"sglang_service_patch_ledger"}}
+
+
+def test_the_deploy_play_sets_every_ledger_argument_from_one_value():
+    task = _deploy_ledger_task()
+    names = set().union(*_ledger_arguments().values())
+    assert set(task["ansible.builtin.set_fact"]) == names
+    assert {value.strip() for value in task["ansible.builtin.set_fact"].values()} == {"{{ __deploy_patch_ledger }}"}
+    assert task["tags"] == ["always"], "--tags rollback, --tags service and --tags smoke read the ledger too"
+
+
+@pytest.mark.parametrize("inventory, path", [
+    ({}, "/var/lib/sm120-sglang/patch-ledger.json"),
+    ({"sm120_state_dir": "/srv/sm120"}, "/srv/sm120/patch-ledger.json"),
+    # The name users set before the deploy play owned the path: it moves the ledger for every role now.
+    ({"sm120_state_dir": "/srv/sm120", "sm120_patches_ledger_path": "/data/ledger.json"}, "/data/ledger.json"),
+])
+def test_moving_the_ledger_moves_it_for_every_role_and_the_roles_alone_agree(inventory, path):
+    template = _deploy_ledger_task()["vars"]["__deploy_patch_ledger"].strip()
+    assert _render(template, inventory) == path
+    if "sm120_patches_ledger_path" not in inventory:
+        # A role taken alone (without deploy.yml) reads the same file by its own default.
+        for specs in ROOT.glob("roles/*/meta/argument_specs.yml"):
+            for entry in _load(specs)["argument_specs"].values():
+                for option in (entry.get("options") or {}).values():
+                    if str(option.get("default", "")).endswith("/patch-ledger.json"):
+                        assert _render(option["default"], inventory) == path
+
+
+def test_no_role_reads_another_role_s_ledger_argument():
+    """Another role's ledger argument may appear in a role only as a key handed to that role (include vars)."""
+    owners = {name: role for role, names in _ledger_arguments().items() for name in names}
+    for path in sorted(ROOT.glob("roles/*/**/*.yml")) + sorted(ROOT.glob("roles/*/templates/*")):
+        role = path.relative_to(ROOT / "roles").parts[0]
+        text = path.read_text()
+        for name, owner in owners.items():
+            if owner == role or path.parent.name == "meta":
+                continue
+            reads = [line for line in text.splitlines() if re.search(r"\b%s\b(?!:)" % name, line)]
+            assert not reads, "%s reads %s, an argument of %s: %s" % (path.relative_to(ROOT), name, owner, reads)
