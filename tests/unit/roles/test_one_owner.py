@@ -11,8 +11,11 @@ import re
 
 import pytest
 import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 from jinja2.nativetypes import NativeEnvironment
 
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_memory
 from ansible_collections.sm120.sglang.tests.unit.role_vars import ansible_environment
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -88,3 +91,52 @@ def test_no_role_reads_another_role_s_ledger_argument():
                 continue
             reads = [line for line in text.splitlines() if re.search(r"\b%s\b(?!:)" % name, line)]
             assert not reads, "%s reads %s, an argument of %s: %s" % (path.relative_to(ROOT), name, owner, reads)
+
+
+def _role_value(role, name, variables):
+    """A variable of a role's vars/main.yml, resolved by Ansible's Templar over its defaults and the given vars."""
+    loader = DataLoader()
+    merged = dict(loader.load_from_file(str(ROOT / "roles" / role / "defaults" / "main.yml"), trusted_as_template=True))
+    merged.update(variables)
+    merged.update(loader.load_from_file(str(ROOT / "roles" / role / "vars" / "main.yml"), trusted_as_template=True))
+    return Templar(loader=loader, variables=merged).template(trust_as_template("{{ %s }}" % name))
+
+
+OLD = {"reason": "smoke test R1: rejected", "rejected_at": "2026-12-01T00:00:00Z", "run_id": "R1"}
+NEW = {"reason": "smoke test R2: no gain", "rejected_at": "2026-12-05T00:00:00Z", "run_id": "R2"}
+# role: (the variable it records, the fact it reads the record from, its rejections now, its retry argument)
+REJECTED_RECORDS = {
+    "sm120_patches": ("__sm120_patches_rejected_next", "rejected", "sm120_patches_reject", "sm120_patches_retry_rejected"),
+    "sglang_service": ("__sglang_service_tuning_rejected_next", "tuning_rejected", "sglang_service_tuning_reject",
+                       "sglang_service_tuning_retry_rejected"),
+}
+
+
+@pytest.mark.parametrize("role", sorted(REJECTED_RECORDS))
+@pytest.mark.parametrize("retry", [False, True])
+def test_both_roles_record_their_rejections_through_the_one_merge(role, retry):
+    name, fact, now, retry_name = REJECTED_RECORDS[role]
+    recorded, rejected_now = {"a": OLD, "b": OLD}, {"b": NEW}
+    found = _role_value(role, name, {"sglang_state": {fact: recorded}, now: rejected_now,
+                                     retry_name: "yes" if retry else "no"})
+    assert found == experiment_memory.rejected_record(recorded, rejected_now, retry)
+
+
+def test_no_role_merges_a_record_of_rejections_in_its_own_jinja():
+    """Each role's retry argument reaches the record only through the filter; a second copy of the merge in Jinja
+    (the record, or nothing where retried, combined with this run's) would read it elsewhere."""
+    retry_arguments = {name for role in ROOT.glob("roles/*") for name in _spec_options(role) if name.endswith("retry_rejected")}
+    assert retry_arguments == {entry[3] for entry in REJECTED_RECORDS.values()}
+    for path in sorted(ROOT.glob("roles/*/tasks/*.yml")) + sorted(ROOT.glob("roles/*/vars/*.yml")):
+        for line in path.read_text().splitlines():
+            for name in retry_arguments:
+                if re.search(r"\b%s\s*\|\s*bool" % name, line):
+                    assert "sm120.sglang.experiment_rejected_record(" in line, "%s merges rejections itself: %s" % (
+                        path.relative_to(ROOT), line.strip())
+
+
+def _spec_options(role):
+    specs = role / "meta" / "argument_specs.yml"
+    if not specs.is_file():
+        return set()
+    return {name for entry in _load(specs)["argument_specs"].values() for name in (entry.get("options") or {})}
