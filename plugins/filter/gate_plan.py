@@ -44,4 +44,5 @@ class FilterModule:
             "sglang_driver_problem": _wrap(_driver_problem),
             "gate_undo_edits": _wrap(gate_plan.undo_edits),
             "gate_restored_files": _wrap(lambda results, previous: gate_plan.restored_files(previous, results)),
+            "gates_live": _wrap(gate_plan.live),
         }

@@ -4,11 +4,14 @@
 
 Pure: release data, the installed release and packages, the served TP size and
 the user's choice in; the plan (files to edit, options for the service, native
-gates, refusals), the ledger and the undo edits out. The role only wires facts to
+gates, refusals), the ledger and the undo edits out; and which gates are live on
+a host (live()), for every role that asks. The role only wires facts to
 these functions (filters in plugins/filter/gate_plan.py) and runs source_patch.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils.sglang_releases import (
     ReleaseDataError,
@@ -123,6 +126,29 @@ def plan(data, version, enabled=None, installed=None, tp_size=None):
     result["files"] = [files[path] for path in sorted(files)]
     result["live"].sort()
     return result
+
+
+def live(ledger, gates=None, options=None):
+    """Is a gate on on this host? The gates live and their options ({gates, options}): where this run's patch phase
+    ran, what it published (``gates``, ``options``: the facts sm120_patches_live and sm120_patches_options), else
+    what the host's ledger records (--tags service or smoke, or the patch role itself before its plan).
+
+    The one answer the patch role (what was live before), the service (what the server runs) and the experiments
+    (what a switch changes) read, so that none of them falls back differently. The order is kept: the service
+    records it in the unit's environment, and a new order would restart the server.
+    """
+    if ledger is not None and not isinstance(ledger, Mapping):
+        raise ReleaseDataError("the patch ledger is a JSON object with gates and options, got %r" % (ledger,))
+    if gates is None:
+        gates, options = (ledger or {}).get("gates"), (ledger or {}).get("options")
+        where = "the patch ledger's gates"
+    else:
+        where = "sm120_patches_live"
+    if gates is not None and (isinstance(gates, (str, Mapping)) or not isinstance(gates, Sequence)):
+        raise ReleaseDataError("%s is a list of gate ids, got %r" % (where, gates))
+    if options is not None and not isinstance(options, Mapping):
+        raise ReleaseDataError("the options of the live gates are {gates, env, flags}, got %r" % (options,))
+    return {"gates": list(gates or []), "options": dict(options or {})}
 
 
 def undo_edits(results):

@@ -15,7 +15,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from jinja2.nativetypes import NativeEnvironment
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_memory
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_memory, gate_plan
 from ansible_collections.sm120.sglang.tests.unit.role_vars import ansible_environment
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -96,7 +96,8 @@ def test_no_role_reads_another_role_s_ledger_argument():
 def _role_value(role, name, variables):
     """A variable of a role's vars/main.yml, resolved by Ansible's Templar over its defaults and the given vars."""
     loader = DataLoader()
-    merged = dict(loader.load_from_file(str(ROOT / "roles" / role / "defaults" / "main.yml"), trusted_as_template=True))
+    defaults = ROOT / "roles" / role / "defaults" / "main.yml"
+    merged = dict(loader.load_from_file(str(defaults), trusted_as_template=True) if defaults.is_file() else {})
     merged.update(variables)
     merged.update(loader.load_from_file(str(ROOT / "roles" / role / "vars" / "main.yml"), trusted_as_template=True))
     return Templar(loader=loader, variables=merged).template(trust_as_template("{{ %s }}" % name))
@@ -140,3 +141,42 @@ def _spec_options(role):
     if not specs.is_file():
         return set()
     return {name for entry in _load(specs)["argument_specs"].values() for name in (entry.get("options") or {})}
+
+
+# Where a role asks which gates are live: role -> the variable holding the answer, and whether it reads the facts
+# this run's patch phase published (the patch role itself asks its ledger only, before its plan).
+GATES_LIVE = {"sm120_patches": ("__sm120_patches_live_before", False),
+              "experiments": ("__experiments_gates_live", True),
+              "sglang_service": ("__sglang_service_live", True)}
+PUBLISHED = ["moe_runner_sm120"]
+RECORDED = {"gates": ["pcie_ipc_allreduce", "moe_runner_sm120"], "options": {"gates": [], "env": {}, "flags": {}}}
+
+
+@pytest.mark.parametrize("role", sorted(GATES_LIVE))
+@pytest.mark.parametrize("published", [True, False], ids=["patch-phase-ran", "ledger-only"])
+def test_every_role_that_asks_which_gates_are_live_gets_the_one_answer(role, published):
+    name, reads_published = GATES_LIVE[role]
+    facts = {"sglang_state": {"ledger": RECORDED}}
+    if published:
+        facts.update(sm120_patches_live=PUBLISHED, sm120_patches_options={"gates": [], "env": {}, "flags": {}})
+    expected = gate_plan.live(RECORDED, PUBLISHED if published and reads_published else None)["gates"]
+    assert _role_value(role, name, facts) == expected
+
+
+# smoke_test takes the gates this run's patch phase made live as the experiments it decides, and none in a run
+# without that phase (as it takes the tuning options only from this run's service phase): it reads the published
+# fact, never the ledger, so it has no fallback of its own to drift.
+PUBLISHED_ONLY = {"smoke_test"}
+READS_LIVE = re.compile(r"\bsm120_patches_(live|options)\b(?!:)|ledger\s*\.\s*(gates|options)\b|ledger\[")
+
+
+def test_no_role_decides_which_gates_are_live_outside_the_one_function():
+    for path in sorted(ROOT.glob("roles/*/tasks/*.yml")) + sorted(ROOT.glob("roles/*/vars/*.yml")):
+        role = path.relative_to(ROOT / "roles").parts[0]
+        for line in path.read_text().splitlines():
+            if line.strip().startswith("#") or not READS_LIVE.search(line) or role in PUBLISHED_ONLY:
+                continue
+            assert "sm120.sglang.gates_live" in line, "%s decides which gates are live itself: %s" % (
+                path.relative_to(ROOT), line.strip())
+    for path in sorted(ROOT.glob("roles/smoke_test/*/*.yml")):
+        assert not re.search(r"ledger\b", path.read_text()), "%s reads the ledger: ask sm120.sglang.gates_live" % path
