@@ -180,3 +180,27 @@ def test_no_role_decides_which_gates_are_live_outside_the_one_function():
                 path.relative_to(ROOT), line.strip())
     for path in sorted(ROOT.glob("roles/smoke_test/*/*.yml")):
         assert not re.search(r"ledger\b", path.read_text()), "%s reads the ledger: ask sm120.sglang.gates_live" % path
+
+
+ASKS_ON = re.compile(r"sm120_patches_enabled\s*(\[|\.get\(|\|\s*combine)|fillvalue=false")
+
+
+def test_no_role_decides_whether_a_gate_is_asked_on_outside_the_one_function():
+    """Whether a gate is asked on (the inventory's choice over its default_enabled, less what is turned off) is
+    gate_plan.enabled_map: the filters gates_enabled and gate_plan. A role that indexes or combines
+    sm120_patches_enabled itself has a second answer (one that forgot default_enabled did)."""
+    for path in sorted(ROOT.glob("roles/*/tasks/*.yml")) + sorted(ROOT.glob("roles/*/vars/*.yml")):
+        for line in path.read_text().splitlines():
+            assert line.strip().startswith("#") or not ASKS_ON.search(line), "%s decides it itself: %s" % (
+                path.relative_to(ROOT), line.strip())
+
+
+@pytest.mark.parametrize("asked, shown", [({}, True), ({"moe_runner_sm120": False}, False),
+                                          ({"moe_runner_sm120": True}, True)])
+def test_a_rejected_gate_on_by_default_is_said_to_stay_off(asked, shown):
+    """The patch role's word on a rejected gate reads the same answer as its plan: moe_runner_sm120 is on by default."""
+    tasks = _load(ROOT / "roles" / "sm120_patches" / "tasks" / "main.yml")
+    task = [task for task in tasks if task["name"] == "Say which wanted gates stay off because they were rejected"][0]
+    templar = Templar(loader=DataLoader(), variables={"sm120_patches_enabled": asked,
+                                                      "item": {"key": "moe_runner_sm120", "value": {}}})
+    assert templar.evaluate_conditional(trust_as_template(task["when"])) is shown

@@ -175,3 +175,33 @@ def test_no_ledger_and_no_patch_phase_is_no_gate_live(ledger):
 def test_a_ledger_or_a_fact_of_the_wrong_shape_is_refused_naming_it(ledger, gates, options, message):
     with pytest.raises(ReleaseDataError, match=message):
         gate_plan.live(ledger, gates, options)
+
+
+def test_a_gate_is_asked_on_by_its_default_unless_the_inventory_says_otherwise():
+    asked = gate_plan.enabled_map(DATA, {"flashinfer_allreduce_fusion": True})
+    assert asked == {gate_id: gate_id in ("moe_runner_sm120", "flashinfer_allreduce_fusion") for gate_id in DATA["gates"]}
+    assert gate_plan.enabled_map(DATA, {"moe_runner_sm120": False})["moe_runner_sm120"] is False
+
+
+def test_a_gate_turned_off_is_off_whatever_the_inventory_or_its_default_says():
+    asked = gate_plan.enabled_map(DATA, {"flashinfer_allreduce_fusion": True}, ["flashinfer_allreduce_fusion", "moe_runner_sm120"])
+    assert asked["flashinfer_allreduce_fusion"] is False and asked["moe_runner_sm120"] is False
+    assert "gone_gate" not in gate_plan.enabled_map(DATA, {}, ["gone_gate"]), "a rejection of a gate the data dropped"
+
+
+def test_the_plan_plans_off_what_is_turned_off_and_refuses_an_unknown_gate_asked_for():
+    plan = gate_plan.plan(DATA, "0.5.9", {"custom_allreduce_pcie": True}, {"flashinfer-python": "0.6.3"}, 8,
+                          turned_off=["moe_runner_sm120"])
+    assert plan["live"] == ["custom_allreduce_pcie"] and "moe_runner_sm120" in plan["disabled"]
+    assert gate_plan.plan(DATA, "0.5.9", {}, {"flashinfer-python": "0.6.3"}, 8, turned_off=["gone_gate"])["refused"] == []
+    refused = gate_plan.plan(DATA, "0.5.9", {"gone_gate": False}, {"flashinfer-python": "0.6.3"}, 8)["refused"]
+    assert refused and "unknown gate(s) gone_gate" in refused[0]
+
+
+@pytest.mark.parametrize("asked, message", [
+    ({"flashinfer_allreduce_fusion": "false"}, "sm120_patches_enabled: flashinfer_allreduce_fusion must be true or false"),
+    (["flashinfer_allreduce_fusion"], "maps gate ids to true or false"),
+])
+def test_a_choice_that_is_not_a_boolean_is_refused_naming_the_gate(asked, message):
+    with pytest.raises(ReleaseDataError, match=message):
+        gate_plan.enabled_map(DATA, asked)
