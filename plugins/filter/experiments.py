@@ -72,6 +72,7 @@ class FilterModule:
             "experiment_switch": _wrap(ex.switch_to),
             "experiment_switch_problem": _wrap(ex.switch_problem),
             "experiment_rejections": _wrap(ex.rejections),
+            "experiment_rejected_record": _wrap(ex.rejected_record),
             "experiment_result": _wrap(experiment_result),
             "experiment_final_rows": _wrap(ex.final_rows),
             "experiment_reported": _wrap(ex.report_entries),

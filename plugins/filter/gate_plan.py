@@ -19,8 +19,12 @@ def _wrap(function):
     return call
 
 
-def _gate_plan(enabled, version, installed=None, tp_size=None):
-    return gate_plan.plan(sglang_releases.load(), version, enabled, installed, tp_size)
+def _gate_plan(enabled, version, installed=None, tp_size=None, turned_off=None):
+    return gate_plan.plan(sglang_releases.load(), version, enabled, installed, tp_size, turned_off)
+
+
+def _gates_enabled(enabled, turned_off=None):
+    return gate_plan.enabled_map(sglang_releases.load(), enabled, turned_off)
 
 
 def _release_inputs(_ignored=None):
@@ -44,4 +48,6 @@ class FilterModule:
             "sglang_driver_problem": _wrap(_driver_problem),
             "gate_undo_edits": _wrap(gate_plan.undo_edits),
             "gate_restored_files": _wrap(lambda results, previous: gate_plan.restored_files(previous, results)),
+            "gates_live": _wrap(gate_plan.live),
+            "gates_enabled": _wrap(_gates_enabled),
         }

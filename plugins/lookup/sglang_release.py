@@ -35,7 +35,8 @@ RETURN = r"""
 _raw:
   description:
     - Per term, the install set - C(version), C(date), C(glm5), C(requires_python), C(torch_cuda),
-      C(min_driver_branch), C(packages) (each C(name), C(version), C(extras), C(requirement)), C(versions) (name to
+      C(min_driver_branch), C(sm120_min_driver_branch) (the oldest branch that drives SM120 GPUs at all, whatever
+      the release), C(packages) (each C(name), C(version), C(extras), C(requirement)), C(versions) (name to
       version) and C(requirements) (the pip requirement strings). Without terms, the release numbers.
   type: list
   elements: raw

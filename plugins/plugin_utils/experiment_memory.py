@@ -4,7 +4,8 @@
 
 The controller's memory holds each measured verdict under the key of what it holds for (release, TP size,
 topology, GPU model, loads): a twin of the canary or a rerun takes it instead of measuring again. rejections() is
-what the patch role and the service record on the host, so that the next deploy keeps it off until retried.
+what the patch role and the service record on the host, so that the next deploy keeps it off until retried, and
+rejected_record() the record each of them writes: the one place the record and this run's rejections are merged.
 """
 
 from __future__ import annotations
@@ -97,6 +98,23 @@ def rejections(verdicts, tuning, run_id, at):
             "reason": "smoke test %s: %s, %s" % (run_id, verdict["decision"], verdict.get("reason", "")),
             "rejected_at": at, "run_id": run_id}
     return found
+
+
+def rejected_record(recorded, rejected_now, retry):
+    """What a host records as turned off after this run, for the patch role (gates) and the service (tuning options)
+    alike: the record read from the host, or nothing where the user retries what it holds, with this run's
+    rejections (those of rejections(), or given by hand) over it. Each name maps to {reason, rejected_at, run_id}.
+
+    ``retry`` must be a boolean: a string such as "false" would read as true and forget every rejection.
+    """
+    if not isinstance(retry, bool):
+        raise ExperimentError("retrying the rejected experiments is true or false, got %r" % (retry,))
+    for what, value in (("the record of rejected experiments", recorded), ("this run's rejections", rejected_now)):
+        if value is not None and not isinstance(value, Mapping):
+            raise ExperimentError("%s maps each name to its reason, got %r" % (what, value))
+    record = {} if retry else dict(recorded or {})
+    record.update(rejected_now or {})
+    return record
 
 
 def remember_runs(memory, runs, run_id):

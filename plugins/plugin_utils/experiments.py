@@ -71,6 +71,7 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_plan impor
 )
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_memory import (  # noqa: F401
     memory_key,
+    rejected_record,
     rejections,
     remember,
     remember_runs,
@@ -134,6 +135,7 @@ __all__ = [
     "smoke_decides",
     "smoke_named",
     "memory_key",
+    "rejected_record",
     "rejections",
     "remember",
     "remember_runs",

@@ -4,11 +4,14 @@
 
 Pure: release data, the installed release and packages, the served TP size and
 the user's choice in; the plan (files to edit, options for the service, native
-gates, refusals), the ledger and the undo edits out. The role only wires facts to
+gates, refusals), the ledger and the undo edits out; and which gates are live on
+a host (live()), for every role that asks. The role only wires facts to
 these functions (filters in plugins/filter/gate_plan.py) and runs source_patch.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils.sglang_releases import (
     ReleaseDataError,
@@ -63,10 +66,31 @@ def _precondition_problem(gate_id, precondition, installed, tp_size):
                "%s %s is installed" % (name, have) if have else "%s is not installed" % name, gate_id))
 
 
-def plan(data, version, enabled=None, installed=None, tp_size=None):
+def enabled_map(data, asked=None, turned_off=None):
+    """Is each gate asked on? Every gate of the release data mapped to true or false: the user's choice
+    (sm120_patches_enabled) over the gate's default_enabled, and false whatever that says for the gates in ``turned_off``
+    (rejected on record or now, held back for the smoke test to add). An id the data does not know is kept as given,
+    for plan() to refuse; one in ``turned_off`` alone is left out, since nothing could turn it on.
+    """
+    if asked is not None and not isinstance(asked, Mapping):
+        raise ReleaseDataError("sm120_patches_enabled maps gate ids to true or false, got %r" % (asked,))
+    wrong = sorted(str(gate_id) for gate_id, value in (asked or {}).items() if not isinstance(value, bool))
+    if wrong:
+        raise ReleaseDataError("sm120_patches_enabled: %s must be true or false (a string such as \"false\" would "
+                               "read as on). Fix: write the value without quotes." % ", ".join(wrong))
+    result = {gate_id: bool(gate["default_enabled"]) for gate_id, gate in data["gates"].items()}
+    result.update(asked or {})
+    for gate_id in turned_off or []:
+        if gate_id in result:
+            result[gate_id] = False
+    return result
+
+
+def plan(data, version, enabled=None, installed=None, tp_size=None, turned_off=None):
     """The gates for one host: source edits, options, native gates, and what is refused.
 
-    ``enabled`` maps gate ids to booleans over each gate's default_enabled;
+    ``enabled`` maps gate ids to booleans over each gate's default_enabled, ``turned_off`` lists the gates planned off
+    whatever it says (enabled_map() decides both);
     ``installed`` maps distribution names to installed versions (for the
     preconditions); ``tp_size`` is the served tensor-parallel size. A disabled gate
     whose entry has edits is planned ``absent``, so turning it off reverts it. Every
@@ -78,17 +102,17 @@ def plan(data, version, enabled=None, installed=None, tp_size=None):
         raise ReleaseDataError("SGLang %s is installed, and the release data does not describe it; describe it in "
                                "data/sglang_releases.yml (python scripts/upstream-watch.py drafts it), or install one "
                                "of the releases it holds." % version)
-    enabled = dict(enabled or {})
+    asked = enabled_map(data, enabled, turned_off)
     installed = {canonicalize_name(name): value for name, value in (installed or {}).items() if value}
     result = {"sglang_version": version, "enabled": [], "disabled": [], "files": [], "live": [],
               "options": {"gates": [], "env": {}, "flags": {}}, "native": [], "refused": []}
-    unknown = sorted(set(enabled) - set(data["gates"]))
+    unknown = sorted(set(asked) - set(data["gates"]))
     if unknown:
         result["refused"].append("unknown gate(s) %s in sm120_patches_enabled; the release data has: %s."
                                  % (", ".join(unknown), ", ".join(sorted(data["gates"]))))
     files = {}
     for gate_id, gate in data["gates"].items():
-        wanted = bool(enabled.get(gate_id, gate["default_enabled"]))
+        wanted = asked[gate_id]
         result["enabled" if wanted else "disabled"].append(gate_id)
         entry = gate_entry(data, gate_id, version)
         kind = entry["kind"]
@@ -123,6 +147,29 @@ def plan(data, version, enabled=None, installed=None, tp_size=None):
     result["files"] = [files[path] for path in sorted(files)]
     result["live"].sort()
     return result
+
+
+def live(ledger, gates=None, options=None):
+    """Is a gate on on this host? The gates live and their options ({gates, options}): where this run's patch phase
+    ran, what it published (``gates``, ``options``: the facts sm120_patches_live and sm120_patches_options), else
+    what the host's ledger records (--tags service or smoke, or the patch role itself before its plan).
+
+    The one answer the patch role (what was live before), the service (what the server runs) and the experiments
+    (what a switch changes) read, so that none of them falls back differently. The order is kept: the service
+    records it in the unit's environment, and a new order would restart the server.
+    """
+    if ledger is not None and not isinstance(ledger, Mapping):
+        raise ReleaseDataError("the patch ledger is a JSON object with gates and options, got %r" % (ledger,))
+    if gates is None:
+        gates, options = (ledger or {}).get("gates"), (ledger or {}).get("options")
+        where = "the patch ledger's gates"
+    else:
+        where = "sm120_patches_live"
+    if gates is not None and (isinstance(gates, (str, Mapping)) or not isinstance(gates, Sequence)):
+        raise ReleaseDataError("%s is a list of gate ids, got %r" % (where, gates))
+    if options is not None and not isinstance(options, Mapping):
+        raise ReleaseDataError("the options of the live gates are {gates, env, flags}, got %r" % (options,))
+    return {"gates": list(gates or []), "options": dict(options or {})}
 
 
 def undo_edits(results):

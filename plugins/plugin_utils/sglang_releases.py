@@ -131,6 +131,8 @@ def check(data):
     if not isinstance(data, dict) or not data.get("releases") or not data.get("gates"):
         raise ReleaseDataError("the release data needs releases and gates")
     drivers = {str(cuda): branch for cuda, branch in (data.get("cuda_min_driver_branch") or {}).items()}
+    if str(data.get("sm120_min_cuda")) not in drivers:
+        raise ReleaseDataError("sm120_min_cuda %s has no entry in cuda_min_driver_branch" % data.get("sm120_min_cuda"))
     for flag, rename in (data.get("flag_renames") or {}).items():
         if not str(flag).startswith("--") or not isinstance(rename, dict) or not rename.get("becomes"):
             raise ReleaseDataError("flag_renames: %r needs since and becomes (flag -> value)" % (flag,))
@@ -192,6 +194,8 @@ def install_set(data, wanted):
         "requires_python": str(release["requires_python"]),
         "torch_cuda": str(release["torch_cuda"]),
         "min_driver_branch": int(drivers[str(release["torch_cuda"])]),
+        # Whatever the release: no older branch drives SM120 GPUs at all.
+        "sm120_min_driver_branch": sm120_min_driver_branch(data),
         "packages": packages,
         "versions": {package["name"]: package["version"] for package in packages},
         "requirements": [package["requirement"] for package in packages],
@@ -204,6 +208,11 @@ def gate_entry(data, gate_id, version):
         if SpecifierSet(str(entry["versions"])).contains(str(version), prereleases=True):
             return entry
     raise ReleaseDataError("gate %s has no entry for SGLang %s" % (gate_id, version))
+
+
+def sm120_min_driver_branch(data):
+    """The oldest driver branch that drives SM120 GPUs at all: that of the first CUDA release that builds for them."""
+    return int(data["cuda_min_driver_branch"][str(data["sm120_min_cuda"])])
 
 
 def driver_problem(data, wanted, branch):

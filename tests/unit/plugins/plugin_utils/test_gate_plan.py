@@ -144,3 +144,64 @@ def test_the_ledger_records_files_edits_and_options_and_keeps_patched_at_while_t
 def test_the_ledger_is_empty_when_no_gate_is_live():
     planned = gate_plan.plan(DATA, "0.5.23", {}, NEWEST, 8)
     assert gate_plan.ledger({"gates": ["x"]}, planned, [], {"location": "/site"}, "p", "T") == {}
+
+
+LEDGER = {"gates": ["pcie_ipc_allreduce", "moe_runner_sm120"],
+          "options": {"gates": ["moe_runner_sm120"], "env": {}, "flags": {"--moe-runner-backend": "flashinfer_cutlass"}}}
+
+
+def test_the_gates_this_run_s_patch_phase_published_are_live_whatever_the_ledger_says():
+    options = {"gates": [], "env": {}, "flags": {}}
+    assert gate_plan.live(LEDGER, [], options) == {"gates": [], "options": options}
+    assert gate_plan.live({}, ["moe_runner_sm120"], None) == {"gates": ["moe_runner_sm120"], "options": {}}
+
+
+def test_without_the_patch_phase_the_ledger_says_which_gates_are_live_in_its_order():
+    assert gate_plan.live(LEDGER) == {"gates": ["pcie_ipc_allreduce", "moe_runner_sm120"], "options": LEDGER["options"]}
+    assert gate_plan.live(LEDGER, None, {"gates": ["x"]}) == gate_plan.live(LEDGER), "options come with their gates"
+
+
+@pytest.mark.parametrize("ledger", [{}, None, {"sglang_version": "0.5.9"}])
+def test_no_ledger_and_no_patch_phase_is_no_gate_live(ledger):
+    assert gate_plan.live(ledger) == {"gates": [], "options": {}}
+
+
+@pytest.mark.parametrize("ledger, gates, options, message", [
+    (["moe_runner_sm120"], None, None, "the patch ledger is a JSON object"),
+    ({"gates": "moe_runner_sm120"}, None, None, "the patch ledger's gates is a list of gate ids"),
+    ({}, "moe_runner_sm120", None, "sm120_patches_live is a list of gate ids"),
+    ({}, [], ["--moe-runner-backend"], "the options of the live gates are"),
+])
+def test_a_ledger_or_a_fact_of_the_wrong_shape_is_refused_naming_it(ledger, gates, options, message):
+    with pytest.raises(ReleaseDataError, match=message):
+        gate_plan.live(ledger, gates, options)
+
+
+def test_a_gate_is_asked_on_by_its_default_unless_the_inventory_says_otherwise():
+    asked = gate_plan.enabled_map(DATA, {"flashinfer_allreduce_fusion": True})
+    assert asked == {gate_id: gate_id in ("moe_runner_sm120", "flashinfer_allreduce_fusion") for gate_id in DATA["gates"]}
+    assert gate_plan.enabled_map(DATA, {"moe_runner_sm120": False})["moe_runner_sm120"] is False
+
+
+def test_a_gate_turned_off_is_off_whatever_the_inventory_or_its_default_says():
+    asked = gate_plan.enabled_map(DATA, {"flashinfer_allreduce_fusion": True}, ["flashinfer_allreduce_fusion", "moe_runner_sm120"])
+    assert asked["flashinfer_allreduce_fusion"] is False and asked["moe_runner_sm120"] is False
+    assert "gone_gate" not in gate_plan.enabled_map(DATA, {}, ["gone_gate"]), "a rejection of a gate the data dropped"
+
+
+def test_the_plan_plans_off_what_is_turned_off_and_refuses_an_unknown_gate_asked_for():
+    plan = gate_plan.plan(DATA, "0.5.9", {"custom_allreduce_pcie": True}, {"flashinfer-python": "0.6.3"}, 8,
+                          turned_off=["moe_runner_sm120"])
+    assert plan["live"] == ["custom_allreduce_pcie"] and "moe_runner_sm120" in plan["disabled"]
+    assert gate_plan.plan(DATA, "0.5.9", {}, {"flashinfer-python": "0.6.3"}, 8, turned_off=["gone_gate"])["refused"] == []
+    refused = gate_plan.plan(DATA, "0.5.9", {"gone_gate": False}, {"flashinfer-python": "0.6.3"}, 8)["refused"]
+    assert refused and "unknown gate(s) gone_gate" in refused[0]
+
+
+@pytest.mark.parametrize("asked, message", [
+    ({"flashinfer_allreduce_fusion": "false"}, "sm120_patches_enabled: flashinfer_allreduce_fusion must be true or false"),
+    (["flashinfer_allreduce_fusion"], "maps gate ids to true or false"),
+])
+def test_a_choice_that_is_not_a_boolean_is_refused_naming_the_gate(asked, message):
+    with pytest.raises(ReleaseDataError, match=message):
+        gate_plan.enabled_map(DATA, asked)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import os
+import pathlib
+import re
 
 import pytest
 import yaml
@@ -54,6 +56,24 @@ def test_a_driver_branch_too_old_for_the_cuda_build_is_named_with_both():
     assert "CUDA 13.0, which needs NVIDIA driver branch 580 or newer; the driver branch is 575" in problem
 
 
+def test_the_oldest_branch_for_sm120_is_that_of_the_first_cuda_build_for_it_whatever_the_release():
+    assert sglang_releases.sm120_min_driver_branch(DATA) == 570
+    assert {sglang_releases.install_set(DATA, version)["sm120_min_driver_branch"]
+            for version in sglang_releases.versions(DATA)} == {570}
+    assert sglang_releases.sm120_min_driver_branch(dict(DATA, sm120_min_cuda="13.0")) == 580
+
+
+def test_no_role_or_plugin_spells_the_oldest_branch_for_sm120_itself():
+    """The release data owns it; a role or plugin that writes the number again is a second owner that drifts."""
+    minimum = sglang_releases.sm120_min_driver_branch(DATA)
+    root = pathlib.Path(sglang_releases.__file__).resolve().parents[2]
+    spelled = re.compile(r"(?<![\w.])%d(?![\w.])" % minimum)
+    paths = sorted(root.glob("roles/**/*.yml")) + sorted(root.glob("roles/**/*.j2")) + sorted(root.glob("plugins/**/*.py"))
+    found = ["%s:%d" % (path.relative_to(root), number) for path in paths
+             for number, line in enumerate(path.read_text().splitlines(), 1) if spelled.search(line)]
+    assert found == []
+
+
 def _broken(change):
     data = copy.deepcopy(DATA)
     change(data)
@@ -76,6 +96,7 @@ def _broken(change):
     (lambda d: d["gates"]["moe_runner_sm120"]["entries"][1].pop("since"), "an upstream entry needs since"),
     (lambda d: d["gates"]["pcie_ipc_allreduce"]["entries"][2]["preconditions"][0].pop("why"), "every precondition says why"),
     (lambda d: d["gates"]["pcie_ipc_allreduce"]["entries"][2]["decisions"][0].update(sm120="no"), "needs sm120: true or false"),
+    (lambda d: d.update(sm120_min_cuda="12.6"), "sm120_min_cuda 12.6 has no entry in cuda_min_driver_branch"),
 ])
 def test_release_data_the_roles_could_not_rely_on_is_refused_naming_the_entry(change, message):
     data = _broken(change)
