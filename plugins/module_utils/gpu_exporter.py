@@ -48,7 +48,6 @@ from ansible_collections.sm120.sglang.plugins.module_utils.dcgm_fields import (
     SM_CLOCK,
 )
 from ansible_collections.sm120.sglang.plugins.module_utils.gpu_power import (
-    PowerSourceUnavailable,
     open_power_source,
     throttle_reason_mask,
 )
@@ -256,8 +255,8 @@ def main(argv=None, open_source=None):
     scraper = Scraper(open_source, socket.gethostname())
     try:
         text = scraper.metrics()
-    except PowerSourceUnavailable as exc:
-        sys.stderr.write("sm120-gpu-exporter: no GPU to read: %s\n" % exc)
+    except Exception as exc:  # no source (PowerSourceUnavailable), or nvidia-smi past its timeout: say which, and go
+        sys.stderr.write("sm120-gpu-exporter: no GPU to read: %s\n" % (str(exc) or type(exc).__name__))
         return 1
     if arguments.once:
         sys.stdout.write(text)

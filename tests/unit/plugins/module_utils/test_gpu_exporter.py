@@ -277,6 +277,13 @@ def test_without_any_gpu_source_the_exporter_exits_saying_why(capsys):
     assert "no GPU to read: the Python module pynvml" in capsys.readouterr().err
 
 
+def test_an_nvidia_smi_past_its_timeout_at_the_start_ends_the_exporter_saying_so(capsys):
+    hung = FakeSource([], name="nvidia-smi", fail=subprocess.TimeoutExpired(["nvidia-smi"], 10))
+    assert gpu_exporter.main(["--port", "9400"], open_source=lambda: hung) == 1
+    assert "no GPU to read: Command '['nvidia-smi']' timed out after 10 seconds" in capsys.readouterr().err
+    assert hung.closed
+
+
 def test_a_port_outside_the_range_is_refused(capsys):
     with pytest.raises(SystemExit):
         gpu_exporter.main(["--port", "70000"], open_source=lambda: FakeSource([SPINNING]))
