@@ -227,17 +227,18 @@ def test_scrapes_close_together_share_one_read_and_a_later_one_reads_again():
 
 
 def test_a_scrape_does_not_queue_behind_a_read_that_hangs():
-    release = threading.Event()
+    reading, release = threading.Event(), threading.Event()
 
     class Hanging(FakeSource):
         def read(self):
+            reading.set()
             release.wait(10)
             return super().read()
 
     scraper = gpu_exporter.Scraper(lambda: Hanging([SPINNING]), "gpu-a", wait=0.2)
     first = threading.Thread(target=scraper.metrics)
     first.start()
-    time.sleep(0.1)
+    assert reading.wait(10), "the first scrape never began its read"
     started = time.monotonic()
     with pytest.raises(gpu_exporter.ScrapeBusy, match="more than 0.2s"):
         scraper.metrics()
@@ -282,6 +283,17 @@ def test_an_nvidia_smi_past_its_timeout_at_the_start_ends_the_exporter_saying_so
     assert gpu_exporter.main(["--port", "9400"], open_source=lambda: hung) == 1
     assert "no GPU to read: Command '['nvidia-smi']' timed out after 10 seconds" in capsys.readouterr().err
     assert hung.closed
+
+
+def test_a_listen_name_that_resolves_to_loopback_is_warned_of_and_a_lan_address_is_not(monkeypatch):
+    # Debian's /etc/hosts maps the host's own name to 127.0.1.1: Prometheus on another host would never reach it.
+    addresses = {"gpu1": "127.0.1.1", "10.0.0.11": "10.0.0.11"}
+    monkeypatch.setattr(gpu_exporter.socket, "getaddrinfo", lambda name, *rest: [
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", (addresses[name], 0))])
+    assert "gpu1 resolves to 127.0.1.1, a loopback address" in gpu_exporter._loopback_warning("gpu1")
+    assert gpu_exporter._loopback_warning("10.0.0.11") is None
+    # Asked for on purpose: a Prometheus on this host.
+    assert gpu_exporter._loopback_warning("127.0.0.1") is None
 
 
 def test_a_port_outside_the_range_is_refused(capsys):
