@@ -91,6 +91,20 @@ def throttle_reason_names(bits):
     return names + (("other_0x%x" % rest,) if rest else ())
 
 
+def throttle_reason_mask(names):
+    """The NVML reason mask of throttle_reason_names' names, back again: the number dcgm-exporter serves."""
+    bits = dict((name, bit) for bit, name in THROTTLE_REASON_BITS)
+    mask = 0
+    for name in names:
+        if name in bits:
+            mask |= bits[name]
+        elif name.startswith("other_0x"):
+            mask |= int(name[len("other_"):], 16)
+        else:
+            raise ValueError("%r is no throttle reason of THROTTLE_REASON_BITS" % (name,))
+    return mask
+
+
 # ---------------------------------------------------------------- nvidia-smi
 
 def nvidia_smi_query_argv(nvidia_smi, fields):
@@ -292,7 +306,7 @@ def _import_pynvml():
     return pynvml
 
 
-def nvml_source(activity=False):
+def nvml_source(activity=False, settings_once=True):
     nvml = _import_pynvml()
     if nvml is None:
         raise PowerSourceUnavailable("the Python module pynvml (nvidia-ml-py) is not installed")
@@ -316,11 +330,16 @@ def nvml_source(activity=False):
         except Exception:
             return None
 
-    # The limit and the top clock are read once: the sampler measures a run, not a change of settings.
-    limits = [or_none(nvml_power_limit_w, handle) for handle in handles]
-    max_clocks = [or_none(nvml_max_sm_clock_mhz, handle) if activity else None for handle in handles]
+    # ``settings_once``: the limit and the top clock are read at opening: the sampler measures a run, not a change of
+    # settings. An exporter runs for months, across the limits gpu_driver and the experiments set: it reads them with
+    # every reading (settings_once=False).
+    def settings():
+        return ([or_none(nvml_power_limit_w, handle) for handle in handles],
+                [or_none(nvml_max_sm_clock_mhz, handle) if activity else None for handle in handles])
 
-    def reading(i, handle):
+    opened = settings() if settings_once else None
+
+    def reading(i, handle, limits, max_clocks):
         power = GpuReading(i, or_none(nvml_power_draw_w, handle), limits[i])
         if activity:
             power.util_pct = or_none(nvml_util_pct, handle)
@@ -331,19 +350,22 @@ def nvml_source(activity=False):
         return power
 
     def read():
-        return [reading(i, handle) for i, handle in enumerate(handles)]
+        limits, max_clocks = opened or settings()
+        return [reading(i, handle, limits, max_clocks) for i, handle in enumerate(handles)]
 
     return PowerSource("nvml", read, nvml.nvmlShutdown, activity=activity)
 
 
-def open_power_source(nvidia_smi, activity=False):
+def open_power_source(nvidia_smi, activity=False, settings_once=True):
     """NVML when the target's Python has pynvml, else nvidia-smi; raise with both reasons when neither works.
 
     ``activity``: the readings also carry utilisation, SM clocks, temperature
-    and throttle reasons, wherever the source can read them.
+    and throttle reasons, wherever the source can read them. ``settings_once``
+    False: NVML reads the power limit and the top SM clock again with every
+    reading (nvidia-smi always does).
     """
     reasons = []
-    for opener in (lambda: nvml_source(activity), lambda: nvidia_smi_source(nvidia_smi, activity)):
+    for opener in (lambda: nvml_source(activity, settings_once), lambda: nvidia_smi_source(nvidia_smi, activity)):
         try:
             return opener()
         except PowerSourceUnavailable as exc:

@@ -16,7 +16,9 @@ Where the series come from (the names checked upstream):
   DCGM_FI_DEV_SM_CLOCK, DCGM_FI_DEV_GPU_TEMP); the power limit
   (DCGM_FI_DEV_POWER_MGMT_LIMIT), the board's top SM clock
   (DCGM_FI_DEV_MAX_SM_CLOCK) and the clock event reasons are not, so the
-  exporter's counters file must list them (COUNTERS below). The reasons field is
+  exporter's counters file must list them (COUNTERS, module_utils/dcgm_fields.py,
+  where every name is spelled once: the collection's own exporter,
+  module_utils/gpu_exporter.py, serves the same names). The reasons field is
   DCGM_FI_DEV_CLOCKS_EVENT_REASONS from DCGM 3.3, DCGM_FI_DEV_CLOCK_THROTTLE_REASONS
   before; both are NVML's clocks event reasons mask bit for bit (DCGM API
   reference, "Field Constants"; NVML API reference, nvmlClocksEventReasons:
@@ -43,6 +45,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ansible_collections.sm120.sglang.plugins.module_utils.dcgm_fields import (
+    CLOCKS_EVENT_REASONS,
+    COUNTERS,
+    GPU_TEMP,
+    GPU_UTIL,
+    MAX_SM_CLOCK,
+    OLD_REASONS_METRIC,
+    POWER_MGMT_LIMIT,
+    POWER_USAGE,
+    SM_CLOCK,
+)
 from ansible_collections.sm120.sglang.plugins.module_utils.gpu_power import (
     POWER_REASONS,
     THERMAL_REASONS,
@@ -62,19 +75,6 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_settings i
     slo_of,
 )
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
-
-# The dcgm-exporter counters these rules read, in its counters-file format (field, type, help).
-COUNTERS = (
-    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
-    ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power management limit (in W)."),
-    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
-    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
-    ("DCGM_FI_DEV_MAX_SM_CLOCK", "gauge", "Maximum SM clock frequency (in MHz)."),
-    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
-    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Clock event reasons, NVML's bitmask."),
-)
-# The reasons field under its name before DCGM 3.3; the rules read whichever the exporter serves.
-OLD_REASONS_METRIC = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
 
 # The alerts' causes apart from the verdict's own (cause_verdict's names are used for those).
 SERVER_DOWN = "server-down"
@@ -109,7 +109,7 @@ def _num(value):
 def _bits(names):
     """The mask's bits for these reason names, lowest first."""
     bits = [bit for bit, name in THROTTLE_REASON_BITS if name in names]
-    missing = set(names) - {name for _, name in THROTTLE_REASON_BITS}
+    missing = set(names) - {name for _bit, name in THROTTLE_REASON_BITS}
     if missing:  # a rename in gpu_power must not silently drop a reason from the rules
         raise AlertRulesError("gpu_power names reasons without a bit: %s" % ", ".join(sorted(missing)))
     return bits
@@ -208,18 +208,18 @@ def alert_rules(loads=None, max_ttft_p99_ms=None, thresholds=None, window="10m",
         return "histogram_quantile(0.99, sum by (host, le) (rate(%s_bucket[%s])))" % (histogram, window)
 
     recording = [
-        {"record": "sm120:gpu_power_fraction", "expr": "DCGM_FI_DEV_POWER_USAGE / DCGM_FI_DEV_POWER_MGMT_LIMIT"},
-        {"record": "sm120:gpu_clock_fraction", "expr": "DCGM_FI_DEV_SM_CLOCK / DCGM_FI_DEV_MAX_SM_CLOCK"},
-        {"record": reasons, "expr": "DCGM_FI_DEV_CLOCKS_EVENT_REASONS or %s" % OLD_REASONS_METRIC},
+        {"record": "sm120:gpu_power_fraction", "expr": "%s / %s" % (POWER_USAGE, POWER_MGMT_LIMIT)},
+        {"record": "sm120:gpu_clock_fraction", "expr": "%s / %s" % (SM_CLOCK, MAX_SM_CLOCK)},
+        {"record": reasons, "expr": "%s or %s" % (CLOCKS_EVENT_REASONS, OLD_REASONS_METRIC)},
         {"record": "sm120:gpu_power_reason", "expr": _any_bit(reasons, POWER_REASONS)},
         {"record": "sm120:gpu_thermal_reason", "expr": _any_bit(reasons, THERMAL_REASONS)},
         # max, not sum: with --enable-metrics-for-all-schedulers every rank of a TP group reports the same requests.
         {"record": "sm120:host_running_requests", "expr": "max by (host) (sglang:num_running_reqs)"},
         {"record": "sm120:host_queued_requests", "expr": "max by (host) (sglang:num_queue_reqs)"},
         {"record": power, "expr": median("sm120:gpu_power_fraction")},
-        {"record": util, "expr": median("DCGM_FI_DEV_GPU_UTIL")},
+        {"record": util, "expr": median(GPU_UTIL)},
         {"record": clock, "expr": median("sm120:gpu_clock_fraction")},
-        {"record": temperature, "expr": median("DCGM_FI_DEV_GPU_TEMP")},
+        {"record": temperature, "expr": median(GPU_TEMP)},
         # The share of the window's readings with the reason, as cause_verdict counts reason_min_share.
         {"record": power_share, "expr": "avg_over_time(sm120:gpu_power_reason[%s])" % window},
         {"record": thermal_share, "expr": "avg_over_time(sm120:gpu_thermal_reason[%s])" % window},

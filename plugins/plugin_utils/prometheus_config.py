@@ -5,7 +5,8 @@
 Three jobs, whose names the alert rules read (alert_rules.alert_rules' server_job, gpu_job, router_job):
 - the SGLang server of every serving host (a node of rank 1 or more of a model across hosts serves no API and no
   /metrics, nodes.serves_api), at the address and port the router reaches it at (router.host_worker_url);
-- the GPU exporter (dcgm-exporter) of every GPU host, the model's other nodes included: their GPUs spin too;
+- the GPU exporter (the gpu_exporter role's, or dcgm-exporter) of every GPU host, the model's other nodes included:
+  their GPUs spin too; at the address the gpu_exporter role listens on by default;
 - the router's exporter on every router host.
 Every target carries ``host``, its inventory name, so that a GPU's series and its server's meet in one label; each
 server carries ``worker``, the URL the router lists it under, so that smg_worker_health{worker} meets it.

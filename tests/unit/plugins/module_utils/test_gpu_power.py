@@ -313,3 +313,30 @@ def test_nvml_without_activity_does_not_read_it(monkeypatch):
     monkeypatch.setattr(gpu_power, "_import_pynvml", fake_pynvml_with_activity)
     source = gpu_power.nvml_source()
     assert not source.activity and source.read()[0] == gpu_power.GpuReading(0, 450.0, 600.0)
+
+
+# ---------------------------------------------------------------- what an exporter needs of the reader
+
+@pytest.mark.parametrize("mask", [0x0, 0x4, 0x21, 0x1ff, 0x4 | 0x2000, 0x80 | 0x40 | 0x20])
+def test_the_reason_names_give_back_the_mask_they_were_read_from(mask):
+    assert gpu_power.throttle_reason_mask(gpu_power.throttle_reason_names(mask)) == mask
+
+
+def test_a_reason_name_that_no_bit_has_is_refused_not_dropped_from_the_mask():
+    with pytest.raises(ValueError, match="'sw_power_capped' is no throttle reason"):
+        gpu_power.throttle_reason_mask(("sw_power_capped",))
+
+
+def test_nvml_read_for_an_exporter_sees_a_power_limit_set_after_it_opened(monkeypatch):
+    nvml = fake_pynvml_with_activity()
+    limits = {"mw": 600000}
+    nvml.nvmlDeviceGetPowerManagementLimit = lambda handle: limits["mw"]
+    monkeypatch.setattr(gpu_power, "_import_pynvml", lambda: nvml)
+    kept = gpu_power.open_power_source("/nonexistent/nvidia-smi", activity=True)
+    fresh = gpu_power.open_power_source("/nonexistent/nvidia-smi", activity=True, settings_once=False)
+    limits["mw"] = 450000
+    assert [reading.limit_watts for reading in kept.read()] == [600.0, 600.0]
+    assert [reading.limit_watts for reading in fresh.read()] == [450.0, 450.0]
+    nvml.calls.clear()
+    fresh.read()
+    assert nvml.calls.count("max clock") == 2  # the top clock too, once per GPU per reading
