@@ -29,8 +29,8 @@ def named_arguments(name, given, required, optional=()):
     name of ``required`` and no name outside ``required`` and ``optional``; otherwise AnsibleFilterError naming
     the filter, the names missing or unknown, and those it takes."""
     if not isinstance(given, dict):
-        raise AnsibleFilterError("%s takes one mapping of %s; got %r" % (name, ", ".join(required + tuple(optional)),
-                                                                          type(given).__name__))
+        raise AnsibleFilterError("%s takes one mapping of %s; got %r"
+                                 % (name, ", ".join(required + tuple(optional)), type(given).__name__))
     missing = [key for key in required if key not in given]
     unknown = sorted(key for key in given if key not in required and key not in optional)
     if missing or unknown:

@@ -72,7 +72,7 @@ def test_promtool_reads_the_configuration_and_the_rules_it_names_as_the_roles_va
 
 
 def test_each_server_is_scraped_where_the_router_reaches_it_and_each_gpu_host_for_its_gpus(tmp_path):
-    config, _ = _write_both(tmp_path)
+    config, _rules = _write_both(tmp_path)
     jobs = {job["job_name"]: job["static_configs"] for job in config["scrape_configs"]}
     # gpu2 is the pair's rank 1: its GPUs are watched, it serves no API.
     assert jobs["sglang"] == [
@@ -87,7 +87,7 @@ def test_each_server_is_scraped_where_the_router_reaches_it_and_each_gpu_host_fo
 
 
 def test_the_rules_take_the_objectives_of_the_loads_the_serving_hosts_published(tmp_path):
-    _, rules = _write_both(tmp_path)
+    _config, rules = _write_both(tmp_path)
     alerts = {rule["alert"]: rule["expr"] for rule in rules["groups"][1]["rules"]}
     assert alerts["SglangTtftOverObjective"] == "sm120:host_ttft_seconds:p99_10m > 15"
     assert alerts["SglangItlOverObjective"] == "sm120:host_itl_seconds:p99_10m > 1"
@@ -95,9 +95,10 @@ def test_the_rules_take_the_objectives_of_the_loads_the_serving_hosts_published(
 
 
 def test_loads_given_replace_the_published_ones_and_thresholds_reach_the_rules(tmp_path):
-    _, rules = _write_both(tmp_path, {"prometheus_loads": {"chat": {"concurrency": 16, "slo": {"ttft_p99_ms": 2500}}},
-                                      "prometheus_cause_thresholds": {"spin_max_power_fraction": 0.25},
-                                      "prometheus_alert_window": "5m"})
+    _config, rules = _write_both(tmp_path, {
+        "prometheus_loads": {"chat": {"concurrency": 16, "slo": {"ttft_p99_ms": 2500}}},
+        "prometheus_cause_thresholds": {"spin_max_power_fraction": 0.25},
+        "prometheus_alert_window": "5m"})
     alerts = {rule["alert"]: rule["expr"] for rule in rules["groups"][1]["rules"]}
     assert alerts["SglangTtftOverObjective"] == "sm120:host_ttft_seconds:p99_5m > 2.5"
     assert "SglangItlOverObjective" not in alerts
@@ -108,7 +109,7 @@ def test_loads_given_replace_the_published_ones_and_thresholds_reach_the_rules(t
 def test_without_published_loads_ttft_is_held_to_the_smoke_tests_bound_where_the_inventory_sets_it(tmp_path):
     inventory = {"hostvars": {"gpu1": {"ansible_host": "10.0.0.11"}}, "groups": {"gpu_hosts": ["gpu1"]},
                  "smoke_test_max_ttft_p99_ms": 20000}
-    _, rules = _write_both(tmp_path, inventory)
+    _config, rules = _write_both(tmp_path, inventory)
     alerts = {rule["alert"]: rule["expr"] for rule in rules["groups"][1]["rules"]}
     assert alerts["SglangTtftOverObjective"] == "sm120:host_ttft_seconds:p99_10m > 20"
     assert "SglangItlOverObjective" not in alerts and "SglangRequestsQueueing" not in alerts

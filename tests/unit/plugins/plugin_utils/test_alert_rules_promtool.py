@@ -53,8 +53,7 @@ def gpu(index, power="420", util="98", clock="2400", reasons="0", temperature="6
 
 def histogram(name, bounds, counting):
     """Cumulative buckets: those in ``counting`` gain 10 observations a minute, the others none."""
-    return {'%s_bucket{%s,le="%s"}' % (name, SGLANG, bound): ("0+10x%d" % MINUTES if bound in counting
-                                                             else steady(0))
+    return {'%s_bucket{%s,le="%s"}' % (name, SGLANG, bound): ("0+10x%d" % MINUTES if bound in counting else steady(0))
             for bound in bounds}
 
 
@@ -118,14 +117,15 @@ CASES = {
                              "description": "At a median 0.98 of its power limit with the SM clock pulled under 0.9 "
                                             "of its maximum and the power cap holding it, over the last 10m: the "
                                             "power limit, not the load, bounds this GPU."}}]}),
-    "thermal by its reason": (dict(server(), **gpu(0, power="400", util="100", clock="1500", reasons="32",
-                                                   temperature="92")), {"SglangGpuThermal": [{
-        "exp_labels": gpu_labels("SglangGpuThermal", "thermal", "warning", 0),
-        "exp_annotations": {
-            "summary": "gpu-a GPU 0 is thermally throttled",
-            "description": "The SM clock is pulled down to a median 0.57 of its maximum by a thermal slowdown (or, "
-                           "where the exporter reads no reasons, at 85 °C or more while busy), over the last 10m: "
-                           "check the cooling and the airflow."}}]}),
+    "thermal by its reason": (
+        dict(server(), **gpu(0, power="400", util="100", clock="1500", reasons="32", temperature="92")),
+        {"SglangGpuThermal": [{
+            "exp_labels": gpu_labels("SglangGpuThermal", "thermal", "warning", 0),
+            "exp_annotations": {
+                "summary": "gpu-a GPU 0 is thermally throttled",
+                "description": "The SM clock is pulled down to a median 0.57 of its maximum by a thermal slowdown "
+                               "(or, where the exporter reads no reasons, at 85 °C or more while busy), over the last "
+                               "10m: check the cooling and the airflow."}}]}),
     "thermal by temperature where no reasons are read": (
         dict(server(), **gpu(0, power="400", util="100", clock="1500", reasons=None, temperature="90")),
         {"SglangGpuThermal": [{
@@ -226,7 +226,7 @@ def test_promtool_accepts_the_rendered_rules(tmp_path):
 
 def test_each_cause_raises_its_own_alert_alone_and_a_healthy_server_none(tmp_path):
     alert_names = render(tmp_path)
-    assert set(alert_names) >= {alert for _, expected in CASES.values() for alert in expected}
+    assert set(alert_names) >= {alert for _series, expected in CASES.values() for alert in expected}
     tested = run_cases(tmp_path, alert_names, CASES)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "SUCCESS" in tested.stdout

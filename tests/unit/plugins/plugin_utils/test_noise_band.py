@@ -92,8 +92,7 @@ def test_the_filter_numbers_the_added_runs_on_from_those_of_the_loop():
                {"item": ["c1", 2], "skipped": True}]
     settings = {"tolerance": 0.03, "noise_multiple": 3.0, "resolution": 0.10}
     found = eio.more_runs(results, settings, 100)
-    assert found["runs"] == [["c64", 2], ["c64", 3], ["c64", 4], ["c64", 5], ["c64", 6], ["c64", 7], ["c64", 8],
-                              ["c64", 9]]
+    assert found["runs"] == [["c64", index] for index in range(2, 10)]
     assert eio.more_runs(results, settings, 0)["runs"] == []
     for bad in (-1, "soon", True):
         with pytest.raises(ex.ExperimentError, match="smoke_test_run_budget_s must be a number of seconds"):
