@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import alert_rules, prometheus_config
+from ansible_collections.sm120.sglang.plugins.plugin_utils import alert_rules, grafana_dashboard, prometheus_config
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
 _wrap = refusing(alert_rules.AlertRulesError, prometheus_config.ScrapeConfigError)
@@ -22,5 +22,7 @@ class FilterModule:
             "prometheus_alert_rules": _wrap(alert_rules.alert_rules),
             "prometheus_dcgm_counters": _counters,
             "prometheus_scrape_config": _wrap(prometheus_config.scrape_config),
+            "prometheus_grafana_dashboard": _wrap(grafana_dashboard.dashboard),
+            "prometheus_grafana_provisioning": _wrap(grafana_dashboard.provisioning),
             "prometheus_published_loads": prometheus_config.published_loads,
         }

@@ -138,3 +138,21 @@ def test_the_check_knows_its_rules_in_a_real_prometheus_answer_and_nothing_less(
     assert _rules_loaded(answer, "/tmp/mon38/rules.yml", loaded) is True
     assert _rules_loaded(answer, "/etc/prometheus/other.rules.yml", loaded) is False
     assert _rules_loaded(answer, "/tmp/mon38/rules.yml", loaded + ["SglangNewAlert"]) is False
+
+
+def test_the_dashboard_and_its_provisioning_file_as_the_role_writes_them(tmp_path):
+    templar = _templar(tmp_path / "sm120-sglang.rules.yml", {"prometheus_grafana_dashboards_dir": "/srv/dashboards",
+                                                             "prometheus_alert_window": "5m"})
+    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    block = next(task for task in tasks if task["name"] == "Write the Grafana dashboard and its provisioning file")
+    written = {task["ansible.builtin.copy"]["dest"]: task["ansible.builtin.copy"]["content"] for task in block["block"]
+               if "ansible.builtin.copy" in task}
+    dashboard = json.loads(templar.template(trust_as_template(
+        written["{{ prometheus_grafana_dashboards_dir }}/sm120-sglang-fleet.json"])))
+    assert dashboard["uid"] == "sm120-sglang-fleet"
+    # The windowed records of the rules at the role's window.
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    assert "sm120:host_ttft_seconds:p99_5m" in exprs
+    provisioning = yaml.safe_load(templar.template(trust_as_template(
+        written["{{ prometheus_grafana_provisioning_dir }}/sm120-sglang.yml"])))
+    assert provisioning["providers"][0]["options"]["path"] == "/srv/dashboards"
