@@ -64,7 +64,7 @@ def experiment_remember(memory, runs, run_id):
 class FilterModule:
     def filters(self):
         return {
-            "experiment_step": _wrap(experiment_step),
+            "experiment_step": _wrap(by_name(experiment_step)),
             "experiment_config_key": _wrap(ex.config_key),
             "experiment_measurement": _wrap(by_name(experiment_measurement)),
             "experiment_memory_key": _wrap(ex.memory_key),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_plan, sglang_releases
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name
 
 
 def _wrap(function):
@@ -44,7 +45,7 @@ class FilterModule:
         return {
             "gate_plan": _wrap(_gate_plan),
             "release_inputs": _wrap(_release_inputs),
-            "gate_ledger": _wrap(_gate_ledger),
+            "gate_ledger": _wrap(by_name(_gate_ledger, "gate_ledger")),
             "sglang_driver_problem": _wrap(_driver_problem),
             "gate_undo_edits": _wrap(gate_plan.undo_edits),
             "gate_restored_files": _wrap(lambda results, previous: gate_plan.restored_files(previous, results)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 # Documented in the .yml files of the same names beside this file.
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import install_plan
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name
 
 
 def _todo(install_set, facts, dependencies=True, git=None):
@@ -26,6 +27,6 @@ class FilterModule:
     def filters(self):
         return {
             "sglang_install_todo": _todo,
-            "sglang_install_pip_argv": _pip_argv,
+            "sglang_install_pip_argv": by_name(_pip_argv, "sglang_install_pip_argv"),
             "sglang_install_python_problem": _python_problem,
         }

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, model_config, nodes, sglang_releases
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
 
 def _flags(profile, overrides=None, host="0.0.0.0", port=launch_profile.SERVICE_PORT, model_path=None, multinode=None, extra_args=None,
@@ -51,14 +51,14 @@ def _mtp_problem(config, index, checkpoint):
 class FilterModule:
     def filters(self):
         return {
-            "sglang_service_flags": _flags,
+            "sglang_service_flags": by_name(_flags, "sglang_service_flags"),
             "sglang_service_argv": launch_profile.argv_words,
             "sglang_service_environment": _environment,
             "sglang_service_config": launch_profile.config_file,
             "sglang_service_record": _record,
             "sglang_service_recorded_tuning": _recorded_tuning,
             "sglang_service_settings": launch_profile.settings,
-            "sglang_service_nodes": _nodes,
+            "sglang_service_nodes": by_name(_nodes, "sglang_service_nodes"),
             "sglang_service_nodes_batch_problem": nodes.batch_problem,
             "sglang_service_serves_api": nodes.serves_api,
             "sglang_service_vocab_size": _vocab_size,

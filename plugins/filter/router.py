@@ -6,7 +6,7 @@ from __future__ import annotations
 # Documented in the .yml files of the same names beside this file.
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import router
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
 # Its RouterError raised as the AnsibleFilterError that fails the task with its message.
 _refusing = refusing(router.RouterError)
@@ -15,7 +15,7 @@ _refusing = refusing(router.RouterError)
 class FilterModule:
     def filters(self):
         return {
-            "sglang_router_worker_urls": _refusing(router.worker_urls),
+            "sglang_router_worker_urls": _refusing(by_name(router.worker_urls, "sglang_router_worker_urls")),
             "sglang_router_worker_url": _refusing(router.host_worker_url),
             "sglang_router_flags": _refusing(router.launch_words),
             "sglang_router_listed": _refusing(router.listed_workers),

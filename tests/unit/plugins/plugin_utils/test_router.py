@@ -324,10 +324,14 @@ def test_the_changes_make_the_running_router_have_exactly_the_wanted_workers():
 def test_the_filters_fail_the_task_with_the_functions_message():
     filters = FilterModule().filters()
     with pytest.raises(AnsibleFilterError, match="The inventory group 'gpu_hosts' has no hosts"):
-        filters["sglang_router_worker_urls"]({"gpu_hosts": []}, "gpu_hosts", {})
+        filters["sglang_router_worker_urls"]({"gpu_hosts": []}, {"group": "gpu_hosts", "hostvars": {}})
     groups, hostvars = inventory(gpu1=dict(verdict("pass"), ansible_host="10.0.0.11"))
-    assert filters["sglang_router_worker_urls"](groups, "gpu_hosts", hostvars, None, [], False) == [
+    assert filters["sglang_router_worker_urls"](groups, {"group": "gpu_hosts", "hostvars": hostvars, "worker_port": None,
+                                                         "explicit": [], "include_unmeasured": False}) == [
         "http://10.0.0.11:30000"]
+    # Its arguments by name: a name it does not take fails, naming it.
+    with pytest.raises(AnsibleFilterError, match="sglang_router_worker_urls: unknown port"):
+        filters["sglang_router_worker_urls"](groups, {"group": "gpu_hosts", "hostvars": hostvars, "port": 30000})
 
 
 def test_every_filter_has_its_documentation_beside_it():
