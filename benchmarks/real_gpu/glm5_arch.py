@@ -56,9 +56,12 @@ SCALED = {"num_hidden_layers": 6, "n_routed_experts": 32}
 
 # The production profile's launch (roles/sglang_service/vars/profiles.yml, glm-5-nvfp4) at TP 1, and what this GPU
 # and the carried packages cannot run, each said where it is left out or replaced:
-#   --quantization modelopt_fp4   left out: the weights are random bf16 (--load-format dummy), and NVFP4's kernels
-#                                 need SM100/SM120 (0.5.16 modelopt_quant.py refuses capability < 10 for the FP4
-#                                 MoE); the profile's other flags stay
+#   --quantization modelopt_fp4   left out for now: the weights are random bf16 (--load-format dummy) and the config
+#                                 has no quantization_config. Not a refusal of the GPU: 0.5.16 serves an NVFP4 MoE
+#                                 on SM80 to SM90 through Marlin where the MoE runner is auto (modelopt_quant.py,
+#                                 ModelOptNvFp4FusedMoEMethod, "use moe_runner_backend=marlin on SM80+"), so a start
+#                                 with the checkpoint's quantization_config (experts NVFP4, the rest BF16) is the next
+#                                 one to add; the profile's other flags stay
 #   --tp-size 8                   --tp-size 1: one GPU is lent
 #   DSA's decode on SM90          SGLang picks fa3 for a bf16 KV cache on Hopper (arg_groups/overrides.py,
 #                                 _dsa_split_backend_resolution), whose library (sgl_kernel/flash_ops, 1.07 GB)
