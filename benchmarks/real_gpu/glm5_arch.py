@@ -70,6 +70,11 @@ SCALED = {"num_hidden_layers": 6, "n_routed_experts": 32}
 PROFILE_FLAGS = ["--kv-cache-dtype", "bf16", "--disable-shared-experts-fusion", "--load-format", "dummy",
                  "--tp-size", "1", "--context-length", "4096", "--enable-metrics",
                  "--dsa-prefill-backend", "flashmla_sparse", "--dsa-decode-backend", "flashmla_sparse"]
+# SGLang's environment for every start. DSA prefills a short sequence with dense MHA through FlashAttention 3 on
+# SM90 and SM100 only (dsa_backend.py, "SM90/SM100 only", SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD): SM120 never
+# takes that path, and FA3's library cannot be carried (above); the first real run died there ("Can not import FA3
+# in sgl_kernel", in _forward_standard_mha). A threshold of 0 makes the H100 prefill as SM120 does, through MLA.
+PROFILE_ENV = {"SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD": "0"}
 # The starts: the profile as above; the knob mtp_nextn of data/experiments.yml, its flags as shipped and
 # --max-running-requests left to SGLang; the MoE runners; and fa3's decode, to record its refusal here.
 STARTS = {
@@ -176,6 +181,29 @@ def measure(url, model, vocab_size):
     return rows
 
 
+def parity(url, model):
+    """The smoke test's parity prompts (roles/smoke_test/defaults/main.yml) at temperature 0 with the two most likely
+    tokens at each step: where two starts' texts part, the baseline's margin between its top two says whether the
+    greedy choice was a near-tie (the order of a kernel's sums decides it) or a confident token another start lost."""
+    import yaml
+
+    defaults = yaml.safe_load((Path(__file__).resolve().parents[2] / "roles" / "smoke_test" / "defaults" /
+                               "main.yml").read_text())
+    answers = []
+    for prompt in defaults["smoke_test_parity_prompts"]:
+        body = json.dumps({"model": model, "prompt": prompt, "temperature": 0, "logprobs": 2,
+                           "max_tokens": int(defaults["smoke_test_parity_max_tokens"])}).encode()
+        request = urllib.request.Request(url + "/v1/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                choice = json.loads(response.read())["choices"][0]
+            answers.append({"text": choice.get("text"), "logprobs": choice.get("logprobs")})
+        except (OSError, ValueError, KeyError, IndexError) as exc:
+            answers.append({"error": str(exc)})
+    return answers
+
+
 def stop(process):
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
@@ -196,8 +224,9 @@ def probe_one(name, model, port, logs, limit):
     log_path = logs / (name + ".log")
     started = time.time()
     with open(log_path, "wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    record = {"start": name, "argv": argv[3:], "began": started}
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env=dict(os.environ, **PROFILE_ENV))
+    record = {"start": name, "argv": argv[3:], "env": PROFILE_ENV, "began": started}
     try:
         problem = wait_ready(url, process, limit)
         record["up_s"] = round(time.time() - started, 1)
@@ -206,6 +235,7 @@ def probe_one(name, model, port, logs, limit):
         else:
             vocab = json.loads((model / "config.json").read_text())["vocab_size"]
             record["loads"] = measure(url, "glm-5", vocab)
+            record["parity"] = parity(url, "glm-5")
             try:
                 info = json.loads(get(url + "/server_info", timeout=10)[1])
                 record["max_running_requests"] = info.get("max_running_requests")
