@@ -1,12 +1,18 @@
 # Copyright: (c) 2026, sm120.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Shared fixtures: run a module's main() the way community.general's unit tests do."""
+"""Shared fixtures: run a module's main() the way community.general's unit tests do, and the molecule stand-in of
+SGLang on a free port."""
 
 from __future__ import annotations
 
 import json
 import os
+import pathlib
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
 
 from ansible.plugins.loader import init_plugin_loader
 
@@ -22,6 +28,9 @@ from ansible.module_utils import basic  # noqa: E402
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
 
 from ansible_collections.sm120.sglang.tests.unit.utils import ModuleExit, ModuleFail  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STANDIN = ROOT / "molecule" / "resources" / "standin_server" / "sglang_standin.py"
 
 
 @pytest.fixture
@@ -48,3 +57,46 @@ def run_module(monkeypatch):
         raise AssertionError("module returned without exit_json or fail_json")
 
     return _run
+
+
+@pytest.fixture
+def start_standin(tmp_path):
+    """Starts the molecule stand-in of SGLang (the real server needs a GPU and a model) on a free port with the given
+    extra flags (``--enable-metrics``) and returns its URL: 300 tok/s a request, its first 16 requests after the
+    start at 0.7 of that (SGLANG_STANDIN_COLD_REQUESTS). Stopped when the test ends."""
+    started = []
+
+    def start(*flags):
+        model = tmp_path / "model"
+        model.mkdir(exist_ok=True)
+        (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = dict(os.environ, SGLANG_STANDIN_TOKENS_PER_SECOND="300", SGLANG_STANDIN_COLD_REQUESTS="16",
+                   SGLANG_STANDIN_COLD_FACTOR="0.7", SGLANG_STANDIN_POWER_FILE=str(tmp_path / "power"))
+        server = subprocess.Popen([sys.executable, str(STANDIN), "--model-path", str(model), "--port", str(port),
+                                   "--standin-warmup", "0", "--standin-load", "0", *flags], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(server)
+        url = "http://127.0.0.1:%d" % port
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2):
+                    return url
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.2)
+
+    yield start
+    for server in started:
+        server.kill()
+        server.wait()
+
+
+@pytest.fixture
+def standin(start_standin):
+    """The URL of the molecule stand-in of SGLang as start_standin starts it, without extra flags."""
+    return start_standin()
