@@ -1,13 +1,14 @@
 # Copyright: (c) 2026, sm120.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Shared fixtures: run a module's main() the way community.general's unit tests do, and the molecule stand-in of
-SGLang on a free port."""
+"""Shared fixtures: run a module's main() the way community.general's unit tests do, the molecule stand-in of SGLang
+on a free port, and the molecule nvidia-smi stand-in on a copy of a capture."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,6 +32,8 @@ from ansible_collections.sm120.sglang.tests.unit.utils import ModuleExit, Module
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STANDIN = ROOT / "molecule" / "resources" / "standin_server" / "sglang_standin.py"
+NVIDIA_SMI = ROOT / "molecule" / "resources" / "nvidia-smi" / "nvidia_smi_standin.py"
+GPU_CAPTURES = ROOT / "tests" / "unit" / "plugins" / "module_utils" / "fixtures" / "gpu"
 
 
 @pytest.fixture
@@ -100,3 +103,20 @@ def start_standin(tmp_path):
 def standin(start_standin):
     """The URL of the molecule stand-in of SGLang as start_standin starts it, without extra flags."""
     return start_standin()
+
+
+@pytest.fixture
+def standin_nvidia_smi(tmp_path):
+    """The molecule nvidia-smi stand-in on a copy of an RTX PRO 6000 x8 capture, its draw and utilisation from a power
+    file (written by the test, or by the SGLang stand-in under load): (the script, the power file, the copied
+    capture set, the environment the GPU exporter runs it in)."""
+    captures = tmp_path / "captures"
+    shutil.copytree(GPU_CAPTURES / "rtx-pro-6000-server-x8", captures / "rtx-pro-6000-server-x8")
+    script = tmp_path / "nvidia-smi"
+    script.write_text('#!/bin/sh\nexec "%s" "%s" "$@"\n' % (sys.executable, NVIDIA_SMI))
+    script.chmod(0o755)
+    power = tmp_path / "power"
+    env = dict(os.environ, NVIDIA_SMI_STANDIN_CAPTURES=str(captures),
+               NVIDIA_SMI_STANDIN_FIXTURE="rtx-pro-6000-server-x8", NVIDIA_SMI_STANDIN_POWER_FILE=str(power),
+               PYTHONPATH=str(ROOT / ".collections"))
+    return script, power, captures / "rtx-pro-6000-server-x8", env
