@@ -30,6 +30,7 @@ its own noise asks for the 10 % goal, within the budget; within a start and acro
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import json
 import math
@@ -101,6 +102,20 @@ def band_verdict(base, cand, multiple):
     return found["verdict"], found["band"]
 
 
+def changes_seen(base, cand, settings):
+    """The band rule (compare_load) on one comparison of runs as measured, then again with the candidate's runs
+    scaled by each known change (EFFECTS): the first comparison's result, and the changes the rule saw (a gain called
+    above 1, a regression below). Both band sections count through this, so that they judge alike."""
+    found = experiments.compare_load(base, cand, settings)
+    seen = []
+    for effect in EFFECTS:
+        scaled = [dict(r, output_tokens_per_s=r["output_tokens_per_s"] * effect) for r in cand]
+        verdict = experiments.compare_load(base, scaled, settings)["verdict"]
+        if verdict == (experiments.GAIN if effect > 1 else experiments.REGRESSION):
+            seen.append(effect)
+    return found, seen
+
+
 def pairs(by_start, k):
     """Ordered pairs of k-run measurements of one load: (kind, baseline runs, candidate runs); within a start only
     disjoint subsets, across starts every subset of one against every subset of the other."""
@@ -161,7 +176,7 @@ def budgeted(rows, loads, args):
             if kind == "across" and len(starts) < 2:
                 continue
             false = undecided = 0
-            seen = {effect: 0 for effect in EFFECTS}
+            seen = collections.Counter()
             sizes, seconds = [], []
             for _trial in range(args.trials):
                 first = rng.randrange(len(starts))
@@ -170,13 +185,10 @@ def budgeted(rows, loads, args):
                 cand = measured(starts[second], args.k, args.budget, settings, rng)
                 sizes += [len(base), len(cand)]
                 seconds += [sum(r["duration_s"] for r in base), sum(r["duration_s"] for r in cand)]
-                found = experiments.compare_load(base, cand, settings)
+                found, changes = changes_seen(base, cand, settings)
                 false += found["verdict"] != experiments.NEUTRAL
                 undecided += not found["decided"]
-                for effect in EFFECTS:
-                    scaled = [dict(r, output_tokens_per_s=r["output_tokens_per_s"] * effect) for r in cand]
-                    verdict = experiments.compare_load(base, scaled, settings)["verdict"]
-                    seen[effect] += verdict == (experiments.GAIN if effect > 1 else experiments.REGRESSION)
+                seen.update(changes)
             print("| %s | %s | %.1f %% | %.1f %% | %s | %.1f, %d | %.0f |" % (
                 load, kind, 100 * false / args.trials, 100 * undecided / args.trials,
                 " / ".join("%.0f %%" % (100 * seen[e] / args.trials) for e in EFFECTS),
@@ -253,15 +265,15 @@ def main(argv=None):
         if not found:
             continue
         false = {"within": [0, 0], "across": [0, 0]}
-        bands, seen = [], {e: 0 for e in EFFECTS}
+        bands, seen = [], collections.Counter()
+        settings = {"tolerance": 0.03, "noise_multiple": args.noise_multiple}
         for kind, base, cand in found:
-            verdict, band = band_verdict(base, cand, args.noise_multiple)
+            same, changes = changes_seen([{"output_tokens_per_s": v} for v in base],
+                                         [{"output_tokens_per_s": v} for v in cand], settings)
             false[kind][1] += 1
-            false[kind][0] += verdict != experiments.NEUTRAL
-            bands.append(band)
-            for effect in EFFECTS:
-                scaled, _band = band_verdict(base, [v * effect for v in cand], args.noise_multiple)
-                seen[effect] += scaled == (experiments.GAIN if effect > 1 else experiments.REGRESSION)
+            false[kind][0] += same["verdict"] != experiments.NEUTRAL
+            bands.append(same["band"])
+            seen.update(changes)
         print("| %s | %s | %d / %d | %s | ±%.1f %% | %s |" % (
             load, way, false["within"][1], false["across"][1],
             " / ".join("%d (%.0f %%)" % (bad, 100 * bad / total) if total else "-" for bad, total in false.values()),

@@ -8,17 +8,26 @@ from __future__ import annotations
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data
 from ansible_collections.sm120.sglang.plugins.plugin_utils import measurement_reuse
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import ExperimentError
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import named_arguments, refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
-REQUIRED = ("experiments", "deployed", "settings")
-OPTIONAL = ("memory", "key", "retry", "server_started", "reuse_on", "run_tags")
+
+def _reuse_decision(stored, experiments, deployed, settings, memory=None, key="", retry=None, server_started="",
+                    reuse_on=True, run_tags=None):
+    """reuse_decision with the stepped knobs (data/experiments.yml) read, as experiment_step reads them: the knobs
+    are the collection's data, not the caller's to pass."""
+    return measurement_reuse.reuse_decision(stored, experiments, deployed, settings, memory=memory, key=key,
+                                            retry=retry, server_started=server_started, reuse_on=reuse_on,
+                                            run_tags=run_tags, knobs=experiment_data.stepped())
+
+
+_BY_NAME = by_name(_reuse_decision, "smoke_measurement_reuse")
 
 
 def smoke_measurement_reuse(stored, question):
-    """The reuse decision, the stepped knobs (data/experiments.yml) read, as experiment_step reads them. ``question``
-    is one mapping of reuse_decision's arguments by name (nine positional arguments were too many to read)."""
-    arguments = named_arguments("smoke_measurement_reuse", question, REQUIRED, OPTIONAL)
-    return measurement_reuse.reuse_decision(stored, knobs=experiment_data.stepped(), **arguments)
+    """The reuse decision. ``question`` is one mapping of reuse_decision's arguments by name (nine positional
+    arguments were too many to read); the parameter keeps the name its sidecar documents, rather than by_name's
+    ``arguments``, so that a call naming it goes on working."""
+    return _BY_NAME(stored, question)
 
 
 class FilterModule:

@@ -30,8 +30,6 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils import alert_rules, g
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 STANDIN = ROOT / "molecule" / "resources" / "standin_server" / "sglang_standin.py"
-NVIDIA_SMI = ROOT / "molecule" / "resources" / "nvidia-smi" / "nvidia_smi_standin.py"
-CAPTURES = ROOT / "tests" / "unit" / "plugins" / "module_utils" / "fixtures" / "gpu"
 EXPORTER = "ansible_collections.sm120.sglang.plugins.module_utils.gpu_exporter"
 # The seed's regression as the stand-in plays it: a live option whose GPUs draw 125 W at 100 % while they serve.
 SPIN = {"spin": {"load_w": 125, "util_pct": 100, "env": {"STANDIN_SPIN": "1"}}}
@@ -63,11 +61,12 @@ def _get_json(url):
 
 
 class Fleet:
-    """One GPU host of the stand-ins and a real Prometheus scraping it."""
+    """One GPU host of the stand-ins and a real Prometheus scraping it: ``nvidia_smi`` is the standin_nvidia_smi
+    fixture, whose power file the SGLang stand-in writes under load."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, nvidia_smi):
         self.tmp = tmp_path
-        self.power = tmp_path / "power"
+        self.nvidia_smi, self.power, _captures, self.exporter_env = nvidia_smi
         self.model = tmp_path / "model"
         self.model.mkdir()
         (self.model / "config.json").write_text('{"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}')
@@ -94,17 +93,9 @@ class Fleet:
         _wait_listening(self.server_port, process, "the SGLang stand-in")
 
     def start_exporter(self):
-        captures = self.tmp / "captures"
-        shutil.copytree(CAPTURES / "rtx-pro-6000-server-x8", captures / "rtx-pro-6000-server-x8")
-        script = self.tmp / "nvidia-smi"
-        script.write_text('#!/bin/sh\nexec "%s" "%s" "$@"\n' % (sys.executable, NVIDIA_SMI))
-        script.chmod(0o755)
-        env = dict(os.environ, NVIDIA_SMI_STANDIN_CAPTURES=str(captures),
-                   NVIDIA_SMI_STANDIN_FIXTURE="rtx-pro-6000-server-x8", NVIDIA_SMI_STANDIN_POWER_FILE=str(self.power),
-                   PYTHONPATH=str(ROOT / ".collections"))
         process = subprocess.Popen([sys.executable, "-m", EXPORTER, "--listen-address", "127.0.0.1", "--port",
-                                    str(self.exporter_port), "--nvidia-smi", str(script)], env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                    str(self.exporter_port), "--nvidia-smi", str(self.nvidia_smi)],
+                                   env=self.exporter_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.processes["exporter"] = process
         _wait_listening(self.exporter_port, process, "the GPU exporter")
 
@@ -166,10 +157,10 @@ def _until(condition, limit, what):
 
 
 @pytest.fixture
-def fleet(tmp_path):
+def fleet(tmp_path, standin_nvidia_smi):
     if shutil.which("prometheus") is None:
         pytest.fail("Prometheus is not installed: run `bash scripts/setup.sh --tests` (Debian's prometheus package)")
-    running = Fleet(tmp_path)
+    running = Fleet(tmp_path, standin_nvidia_smi)
     try:
         yield running
     finally:

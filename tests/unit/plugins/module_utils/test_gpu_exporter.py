@@ -11,8 +11,6 @@ expressions, not from dcgm_fields: a rule that starts reading a field the export
 
 from __future__ import annotations
 
-import os
-import pathlib
 import re
 import shutil
 import socket
@@ -32,9 +30,6 @@ from ansible_collections.sm120.sglang.plugins.module_utils.dcgm_fields import OL
 from ansible_collections.sm120.sglang.plugins.module_utils.gpu_power import GpuReading, PowerSourceUnavailable
 from ansible_collections.sm120.sglang.plugins.plugin_utils.alert_rules import alert_rules
 
-ROOT = pathlib.Path(__file__).resolve().parents[4]
-NVIDIA_SMI = ROOT / "molecule" / "resources" / "nvidia-smi" / "nvidia_smi_standin.py"
-CAPTURES = ROOT / "tests" / "unit" / "plugins" / "module_utils" / "fixtures" / "gpu"
 MODULE = "ansible_collections.sm120.sglang.plugins.module_utils.gpu_exporter"
 
 # An RTX PRO 6000 spinning as in the seed's regression (125 W of 600 W, busy, clock at its top), and one that
@@ -316,21 +311,6 @@ def _get(url):
             return answer.status, answer.headers.get("Content-Type"), answer.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.headers.get("Content-Type"), error.read().decode()
-
-
-@pytest.fixture
-def standin_nvidia_smi(tmp_path):
-    """The molecule nvidia-smi stand-in on a copy of an RTX PRO 6000 x8 capture, its draw and utilisation from a power
-    file: (the script, the power file, the copied capture set, the exporter's environment)."""
-    captures = tmp_path / "captures"
-    shutil.copytree(CAPTURES / "rtx-pro-6000-server-x8", captures / "rtx-pro-6000-server-x8")
-    script = tmp_path / "nvidia-smi"
-    script.write_text('#!/bin/sh\nexec "%s" "%s" "$@"\n' % (sys.executable, NVIDIA_SMI))
-    script.chmod(0o755)
-    power = tmp_path / "power"
-    env = dict(os.environ, NVIDIA_SMI_STANDIN_CAPTURES=str(captures), NVIDIA_SMI_STANDIN_FIXTURE="rtx-pro-6000-server-x8",
-               NVIDIA_SMI_STANDIN_POWER_FILE=str(power), PYTHONPATH=str(ROOT / ".collections"))
-    return script, power, captures / "rtx-pro-6000-server-x8", env
 
 
 def _serve(script, env, port):

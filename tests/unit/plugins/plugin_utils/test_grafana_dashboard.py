@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import pathlib
 import re
-import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
@@ -56,7 +53,7 @@ def test_the_provisioning_file_loads_the_folder_and_refuses_a_relative_one():
         grafana_dashboard.provisioning("dashboards")
 
 
-def test_the_sglang_names_the_rules_and_dashboard_read_are_the_real_servers_and_the_standins(tmp_path):
+def test_the_sglang_names_the_rules_and_dashboard_read_are_the_real_servers_and_the_standins(start_standin):
     wanted = _sglang_names(_rules_text()) | _sglang_names(" ".join(grafana_dashboard.queries(
         grafana_dashboard.dashboard())))
     assert wanted == {"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:time_to_first_token_seconds",
@@ -64,33 +61,11 @@ def test_the_sglang_names_the_rules_and_dashboard_read_are_the_real_servers_and_
     real = _sglang_names(REAL_METRICS.read_text())
     assert wanted <= real, wanted - real
     # The stand-in, as molecule and the role tests run it, with --enable-metrics, after one request.
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text('{"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}')
-    import socket
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, str(ROOT / "molecule" / "resources" / "standin_server" /
-                                                   "sglang_standin.py"), "--model-path", str(tmp_path / "model"),
-                               "--port", str(port), "--standin-warmup", "0", "--standin-load", "0", "--enable-metrics"],
-                              env={"SGLANG_STANDIN_POWER_FILE": str(tmp_path / "power"), "PATH": "/usr/bin:/bin"},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = "http://127.0.0.1:%d" % port
-        for _attempt in range(100):
-            try:
-                urllib.request.urlopen(url + "/health", timeout=2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        body = b'{"model": "m", "prompt": "a b c", "max_tokens": 4, "ignore_eos": true}'
-        request = urllib.request.Request(url + "/v1/completions", data=body,
-                                         headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(request, timeout=30).close()
-        text = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
-    finally:
-        server.kill()
-        server.wait()
+    url = start_standin("--enable-metrics")
+    body = b'{"model": "m", "prompt": "a b c", "max_tokens": 4, "ignore_eos": true}'
+    request = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=30).close()
+    text = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
     assert wanted <= _sglang_names(text), wanted - _sglang_names(text)
     # The gaps between the request's 4 tokens: 3 observations of the time between tokens.
     assert re.search(r'^sglang:inter_token_latency_seconds_count\{[^}]*\} 3\.0$', text, re.M), text

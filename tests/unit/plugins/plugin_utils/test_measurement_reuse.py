@@ -117,3 +117,37 @@ def test_the_filter_takes_one_mapping_by_name_and_names_what_is_missing_or_unkno
         smoke_measurement_reuse({}, {"experiments": [], "deployed": [], "deploy": []})
     with pytest.raises(AnsibleFilterError, match="takes one mapping"):
         smoke_measurement_reuse({}, [[], [], SETTINGS])
+
+
+def test_the_filter_passes_every_name_on_and_its_messages_name_what_it_takes():
+    from ansible.errors import AnsibleFilterError
+
+    from ansible_collections.sm120.sglang.plugins.filter.measurement_reuse import FilterModule, smoke_measurement_reuse
+    from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data
+
+    # Every optional name reaches the decision under its own name: a restarted server, a verdict to measure again.
+    question = {"experiments": [NCCL], "deployed": [NCCL], "settings": SETTINGS,
+                "memory": remembered(**{NCCL: "kept"}), "key": KEY, "retry": [NCCL], "server_started": SERVER,
+                "reuse_on": True, "run_tags": ["all"]}
+    found = smoke_measurement_reuse(stored(), question)
+    assert found["reuse"] is False and found == mr.reuse_decision(stored(), knobs=experiment_data.stepped(), **question)
+    assert smoke_measurement_reuse(stored(), dict(question, retry=[]))["reuse"] is True
+    assert smoke_measurement_reuse(stored(), dict(question, retry=[], key="another"))["reuse"] is False
+    assert smoke_measurement_reuse(stored(), dict(question, retry=[], server_started="PID 5151"))["reuse"] is False
+    assert smoke_measurement_reuse(stored(), dict(question, retry=[], reuse_on=False))["reuse"] is False
+    assert smoke_measurement_reuse(stored(), dict(question, retry=[], run_tags=["smoke"]))["reuse"] is False
+    # The sidecar's name of the mapping, as a keyword.
+    assert smoke_measurement_reuse(stored(), question=dict(question, retry=[]))["reuse"] is True
+    # The knobs are the collection's data, not the caller's.
+    with pytest.raises(AnsibleFilterError) as raised:
+        smoke_measurement_reuse({}, {"experiments": [], "deployed": [], "settings": SETTINGS, "knobs": {}})
+    assert str(raised.value) == ("smoke_measurement_reuse: unknown knobs; it takes experiments, deployed, settings "
+                                 "(and memory, key, retry, server_started, reuse_on, run_tags where wanted)")
+    with pytest.raises(AnsibleFilterError) as raised:
+        smoke_measurement_reuse({}, [[], [], SETTINGS])
+    assert str(raised.value) == ("smoke_measurement_reuse takes one mapping of experiments, deployed, settings, "
+                                 "memory, key, retry, server_started, reuse_on, run_tags; got 'list'")
+    # As Ansible calls it: the decision's own error fails the task with its message.
+    as_ansible_calls_it = FilterModule().filters()["smoke_measurement_reuse"]
+    with pytest.raises(AnsibleFilterError, match="the remembered verdict of nccl_min_nchannels_8 has no decision"):
+        as_ansible_calls_it(stored(), dict(question, retry=[], memory={KEY: {NCCL: {}}}))
