@@ -135,19 +135,55 @@ def agreement(baseline, candidate):
     return round(common / len(baseline), 4) if baseline else 0.0
 
 
-def parity_check(baseline_outputs, candidate_outputs, min_match=1.0, min_prefix=1.0):
+def output_text(output):
+    """The text of one parity output: the text itself, or a mapping's ``text`` (one kept with its logprobs)."""
+    return output.get("text") if isinstance(output, Mapping) else output
+
+
+def near_tie(baseline, candidate, tie_nats):
+    """Where two outputs part at a near-tie of the baseline: {token, margin} or None.
+
+    Each output a mapping of ``text``, ``tokens`` (the tokens chosen) and ``top`` (a mapping of the most likely
+    tokens to their logprobs, one a step), as /v1/completions answers with ``logprobs: 2``. At the first token the
+    two choose differently, the candidate's token must be one of the baseline's two most likely and the baseline's
+    margin between them at most ``tie_nats``: the greedy choice was a near-tie, which the order of a kernel's
+    floating-point sums decides, not a confident token the candidate lost. None where either output has no
+    logprobs, the texts part at a confident token, or they do not part.
+    """
+    if not (isinstance(baseline, Mapping) and isinstance(candidate, Mapping)):
+        return None
+    left, right, top = baseline.get("tokens"), candidate.get("tokens"), baseline.get("top")
+    if not (isinstance(left, list) and isinstance(right, list) and isinstance(top, list)):
+        return None
+    index = next((position for position, (one, other) in enumerate(zip(left, right)) if one != other), None)
+    if index is None or index >= len(top) or not isinstance(top[index], Mapping) or len(top[index]) < 2:
+        return None
+    ranked = sorted(((float(logprob), token) for token, logprob in top[index].items() if logprob is not None),
+                    reverse=True)
+    if len(ranked) < 2 or right[index] not in (ranked[0][1], ranked[1][1]):
+        return None
+    margin = ranked[0][0] - ranked[1][0]
+    return {"token": index, "margin": round(margin, 4)} if margin <= tie_nats else None
+
+
+def parity_check(baseline_outputs, candidate_outputs, min_match=1.0, min_prefix=1.0, tie_nats=0.0):
     """The outputs of fixed prompts at temperature 0 against the baseline's, prompt by prompt.
 
     A prompt agrees where the candidate's text begins with at least ``min_prefix`` of the baseline's (1.0:
-    the same text). Why not the same text: a real SGLang server is not token-exact at temperature 0 across
-    restarts of one configuration, nor always within one start. Greedy decoding follows the largest logit,
-    and where two are nearly tied the order of a kernel's floating-point sums decides; Triton's autotuning,
-    the batch a request lands in and the CUDA graph replayed change that order. On the H200 harness (a Llama
-    of random weights, whose near-flat logits make it the hardest case) 3 of 4 prompts came out different
-    after a restart of the same configuration, and 2 of 4 between two askings after it, each sharing its
-    first 38 to 99 characters (0.41 to 0.74) with the first start's (docs/evidence/real-sglang-h200.md). A
+    the same text), or where the two part at a near-tie of the baseline (near_tie: the candidate chose the
+    baseline's second token where the baseline's margin over it was at most ``tie_nats``). Why not the same
+    text: a real SGLang server is not token-exact at temperature 0 across restarts of one configuration, nor
+    always within one start. Greedy decoding follows the largest logit, and where two are nearly tied the
+    order of a kernel's floating-point sums decides; Triton's autotuning, the batch a request lands in and
+    the CUDA graph replayed change that order. On the H200 harness (a Llama of random weights, whose
+    near-flat logits make it the hardest case) 3 of 4 prompts came out different after a restart of the same
+    configuration, each sharing its first 41 to 74 % (docs/evidence/real-sglang-h200.md); on the H100 of
+    2026-12-05 a start with another --max-running-requests shared 29 % and 7 % of two prompts
+    (docs/evidence/real-sglang-h100-head-2026-12-05b.md), under any share a prefix rule could hold. A
     wrong-output bug, the FP8 KV cache of GLM-5 on SM120 or a gate that breaks a kernel, changes the text
-    from its first token. So the default asks for the first quarter.
+    where the baseline was sure of its token. So the prefix rule (a quarter by default) stands for servers
+    that give no logprobs, and the tie rule tells the two apart where they do.
+    Each output is a text or a mapping of ``text``, ``tokens`` and ``top`` (experiment_io.measurement_of).
     """
     if not isinstance(baseline_outputs, (list, tuple)) or not isinstance(candidate_outputs, (list, tuple)):
         raise ExperimentError("the parity check needs the outputs of both configurations as lists of texts")
@@ -155,18 +191,25 @@ def parity_check(baseline_outputs, candidate_outputs, min_match=1.0, min_prefix=
         raise ExperimentError("the parity check got %d outputs of the baseline and %d of the candidate: the same "
                               "prompts must be asked of both" % (len(baseline_outputs), len(candidate_outputs)))
     total = len(baseline_outputs)
-    shares = [agreement(left, right) for left, right in zip(baseline_outputs, candidate_outputs)]
-    mismatched = [index for index, share in enumerate(shares) if share < min_prefix]
+    shares = [agreement(output_text(left), output_text(right))
+              for left, right in zip(baseline_outputs, candidate_outputs)]
+    ties = {}
+    for index, share in enumerate(shares):
+        tie = near_tie(baseline_outputs[index], candidate_outputs[index], tie_nats) if share < min_prefix else None
+        if tie:
+            ties[index] = tie
+    mismatched = [index for index, share in enumerate(shares) if share < min_prefix and index not in ties]
     matched = total - len(mismatched)
     fraction = matched / total if total else 1.0
     result = {"ok": fraction >= min_match, "matched": matched, "total": total, "fraction": round(fraction, 4),
-              "min_match": min_match, "min_prefix": min_prefix, "agreement": shares,
-              "identical": sum(1 for share in shares if share == 1.0)}
+              "min_match": min_match, "min_prefix": min_prefix, "tie_nats": tie_nats, "agreement": shares,
+              "identical": sum(1 for share in shares if share == 1.0),
+              "ties": [dict(tie, prompt=index) for index, tie in sorted(ties.items())]}
     if mismatched:
         first = mismatched[0]
         result["first_mismatch"] = {"prompt": first, "agreement": shares[first],
-                                    "baseline": str(baseline_outputs[first])[:80],
-                                    "candidate": str(candidate_outputs[first])[:80]}
+                                    "baseline": str(output_text(baseline_outputs[first]))[:80],
+                                    "candidate": str(output_text(candidate_outputs[first]))[:80]}
     return result
 
 

@@ -23,7 +23,7 @@ def measurement_of(runs, parity, config, label=""):
 
     ``runs``: the results of the serving_benchmark loop, each with ``item`` =
     [load name, repeat]; ``parity``: the results of the uri loop over the parity
-    prompts, each with ``json.choices[0].text`` (or ``.message.content``).
+    prompts, each with ``json.choices[0].text`` (or ``.message.content``) and its ``logprobs`` (parity_output).
     """
     loads = {}
     for result in runs or []:
@@ -38,8 +38,20 @@ def measurement_of(runs, parity, config, label=""):
         if not choices:
             raise ExperimentError("a parity prompt got no completion: %r" % ((answer or {}).get("msg", answer),))
         choice = choices[0]
-        texts.append(choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content"))
+        text = choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content")
+        texts.append(parity_output(text, choice.get("logprobs")))
     return {"config": sorted(config or []), "label": label, "loads": loads, "parity": texts}
+
+
+def parity_output(text, logprobs):
+    """One parity answer as the parity check reads it: its text, and where the server gave the top logprobs of each
+    step (OpenAI's completions ``logprobs``: ``tokens`` and ``top_logprobs``), {text, tokens, top}."""
+    if not isinstance(logprobs, Mapping):
+        return text
+    tokens, top = logprobs.get("tokens"), logprobs.get("top_logprobs")
+    if not isinstance(tokens, list) or not isinstance(top, list):
+        return text
+    return {"text": text, "tokens": tokens, "top": top}
 
 
 def more_runs(runs, settings, budget_s):

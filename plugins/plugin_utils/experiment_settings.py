@@ -27,7 +27,7 @@ UNTRIED = "untried"
 SUPERSEDED = "superseded"
 GAIN, NEUTRAL, REGRESSION = "gain", "no measurable change", "regression"
 DEFAULTS = {"tolerance": 0.03, "noise_multiple": 3.0, "parity_min_match": 1.0, "parity_min_prefix": 0.25,
-            "restart_budget": None, "resolution": 0.10}
+            "parity_tie_nats": 0.5, "restart_budget": None, "resolution": 0.10}
 
 
 class ExperimentError(ValueError):
@@ -60,6 +60,11 @@ def settings_of(raw):
     if prefix is None or not 0 < prefix <= 1:
         raise ExperimentError("smoke_test_parity_min_prefix must be a fraction above 0 up to 1 (1 is the whole text, "
                               "token-exact), got %r" % (merged["parity_min_prefix"],))
+    tie = merged["parity_tie_nats"]
+    if isinstance(tie, bool) or number(tie) is None or number(tie) < 0:
+        raise ExperimentError("smoke_test_parity_tie_nats must be a number of nats, 0 or more (0.5: two tokens "
+                              "whose logprobs differ by at most half a nat are a near-tie; 0: no ties), got %r"
+                              % (tie,))
     resolution = merged["resolution"]
     if isinstance(resolution, bool) or number(resolution) is None or not 0 <= number(resolution) < 1:
         raise ExperimentError("smoke_test_experiment_resolution must be a fraction from 0 up to 1 (0.10: a verdict "
@@ -79,7 +84,7 @@ def settings_of(raw):
         raise ExperimentError("the loads to compare must be a list of load names, lowest first, or the loads "
                               "themselves (smoke_test_loads), got %r" % (loads,))
     return {"tolerance": tolerance, "noise_multiple": multiple, "parity_min_match": parity,
-            "parity_min_prefix": prefix, "loads": list(loads), "slo": check_slo(slo or {}),
+            "parity_min_prefix": prefix, "parity_tie_nats": number(tie), "loads": list(loads), "slo": check_slo(slo or {}),
             "restart_budget": None if budget is None else int(number(budget)), "concurrency": dict(concurrency),
             "resolution": resolution}
 

@@ -58,7 +58,7 @@ def experiment_verdict(name, baseline, candidate, settings):
                                   "%s (%s)" % (load, name))
                for load in loads}
     parity = parity_check(baseline.get("parity") or [], candidate.get("parity") or [], settings["parity_min_match"],
-                          settings["parity_min_prefix"])
+                          settings["parity_min_prefix"], settings["parity_tie_nats"])
     cause = _cause(candidate, loads)
     regressed = [load for load in loads if by_load[load]["verdict"] == REGRESSION]
     gained = [load for load in loads if by_load[load]["verdict"] == GAIN]
@@ -68,9 +68,9 @@ def experiment_verdict(name, baseline, candidate, settings):
     capped = [cap for cap in capped_loads(candidate, settings["concurrency"], loads) if cap["load"] not in capped_before]
     if not parity["ok"]:
         decision, reason = REJECTED, ("wrong output: %d of %d prompts agree with the baseline on at least their "
-                                      "first %.0f %% (%.0f %% of the prompts needed)" % (
-                                          parity["matched"], parity["total"], parity["min_prefix"] * 100,
-                                          parity["min_match"] * 100))
+                                      "first %.0f %% or part from it at a near-tie (%.0f %% of the prompts needed)"
+                                      % (parity["matched"], parity["total"], parity["min_prefix"] * 100,
+                                         parity["min_match"] * 100))
     elif capped:
         decision, reason = REJECTED, (
             "the server capped the requests it runs at once below the load (%s, from its /server_info), so the rest "

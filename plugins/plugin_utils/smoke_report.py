@@ -282,7 +282,9 @@ def _parity_text(verdict):
     parity = verdict.get("parity") if isinstance(verdict.get("parity"), Mapping) else {}
     if number(parity.get("total")) is None:
         return NA
-    return "%s of %s" % (_count(parity.get("matched")), _count(parity.get("total")))
+    ties = parity.get("ties") if isinstance(parity.get("ties"), list) else []
+    return "%s of %s%s" % (_count(parity.get("matched")), _count(parity.get("total")),
+                           " (%d at a near-tie)" % len(ties) if ties else "")
 
 
 def power_limit_lines(power):

@@ -65,21 +65,22 @@ def run_module(monkeypatch):
 @pytest.fixture
 def start_standin(tmp_path):
     """Starts the molecule stand-in of SGLang (the real server needs a GPU and a model) on a free port with the given
-    extra flags (``--enable-metrics``) and returns its URL: 300 tok/s a request, its first 16 requests after the
+    extra flags (``--enable-metrics``) and environment (``env=``) and returns its URL: 300 tok/s a request, its first 16 requests after the
     start at 0.7 of that (SGLANG_STANDIN_COLD_REQUESTS). Stopped when the test ends."""
     started = []
 
-    def start(*flags):
+    def start(*flags, env=None):
         model = tmp_path / "model"
         model.mkdir(exist_ok=True)
         (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}))
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        env = dict(os.environ, SGLANG_STANDIN_TOKENS_PER_SECOND="300", SGLANG_STANDIN_COLD_REQUESTS="16",
-                   SGLANG_STANDIN_COLD_FACTOR="0.7", SGLANG_STANDIN_POWER_FILE=str(tmp_path / "power"))
+        environment = dict(os.environ, SGLANG_STANDIN_TOKENS_PER_SECOND="300", SGLANG_STANDIN_COLD_REQUESTS="16",
+                           SGLANG_STANDIN_COLD_FACTOR="0.7", SGLANG_STANDIN_POWER_FILE=str(tmp_path / "power"),
+                           **(env or {}))
         server = subprocess.Popen([sys.executable, str(STANDIN), "--model-path", str(model), "--port", str(port),
-                                   "--standin-warmup", "0", "--standin-load", "0", *flags], env=env,
+                                   "--standin-warmup", "0", "--standin-load", "0", *flags], env=environment,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started.append(server)
         url = "http://127.0.0.1:%d" % port

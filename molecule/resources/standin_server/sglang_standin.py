@@ -62,6 +62,9 @@ part (past SGLANG_STANDIN_STABLE_SHARE of it, default 0.6) may differ between tw
 starts (SGLANG_STANDIN_START_SEED, else a random 0 or 1 at start): the real server
 changed 3 of 4 parity outputs after a restart of one configuration, each after its
 first 41 to 74 %, two variants alternating (near-tied logits of random weights).
+Asked with ``logprobs`` it gives the top two a step (logprobs()): the word where
+two starts part is a near-tie (SGLANG_STANDIN_TIE_MARGIN nats, default 0.02),
+every other word sure.
 
 It also plays what the gates of data/sglang_releases.yml do to a real server on
 the GPUs, so that the smoke test's experiments have something to measure. Like the
@@ -174,6 +177,11 @@ DEFAULT_MAX_TOKENS = 16
 # as FP8 KV cache garbles GLM-5 on SM120.
 VOCABULARY = (" the", " of", " GPU", " token", " model", " Paris", " is", " a", " fast", " kernel", " and", " cache")
 GARBLED = " !!"
+# The logprob margins of its top two tokens a step (a completion asked with logprobs): where two starts part (the
+# first word past the stable share) a near-tie, elsewhere a token it is sure of, and so is a garbling server of its
+# garbage. SGLANG_STANDIN_TIE_MARGIN sets the near-tie's (nats).
+SURE_MARGIN = 3.0
+TIE_MARGIN = 0.02
 
 
 # The --config file's keys this stand-in reads, each the flag of that name (as SGLang reads the file).
@@ -291,6 +299,23 @@ class Standin:
         stable = int(round(count * self.stable_share))
         return [VOCABULARY[(seed + index * 7 + (self.start_seed * 5 if index >= stable else 0)) % len(VOCABULARY)]
                 for index in range(count)]
+
+    def logprobs(self, body, count):
+        """OpenAI's completions ``logprobs`` of the words(): each token and the two most likely a step, the margin
+        between them a near-tie where two starts part and SURE_MARGIN elsewhere."""
+        chosen = self.words(body, count)
+        seed = sum(ord(char) for char in prompt_text(body))
+        stable = int(round(count * self.stable_share))
+        tie = float(os.environ.get("SGLANG_STANDIN_TIE_MARGIN", TIE_MARGIN))
+        top = []
+        for index, word in enumerate(chosen):
+            if not self.garbled and index == stable:
+                other, margin = VOCABULARY[(seed + index * 7 + (1 - self.start_seed) * 5) % len(VOCABULARY)], tie
+            else:
+                other, margin = VOCABULARY[(seed + index * 7 + 3) % len(VOCABULARY)], SURE_MARGIN
+            top.append({word: -0.05, other: round(-0.05 - margin, 4)})
+        return {"tokens": chosen, "token_logprobs": [-0.05] * len(chosen), "top_logprobs": top,
+                "text_offset": [-1] * len(chosen)}
 
     def server_info(self):
         """/server_info in the part the collection reads (SGLang's managers/scheduler.py): the speculative algorithm
@@ -575,7 +600,8 @@ class Handler(BaseHTTPRequestHandler):
             choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
             kind = "chat.completion"
         else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+            choice = {"index": 0, "text": text, "finish_reason": finish,
+                      "logprobs": self.standin.logprobs(body, count) if body.get("logprobs") else None}
             kind = "text_completion"
         self._send_json(200, {"id": rid, "object": kind, "created": int(time.time()), "model": self.standin.model,
                               "choices": [choice], "usage": self._usage(body, count)})
