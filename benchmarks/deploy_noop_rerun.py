@@ -48,6 +48,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = "localhost/sm120-systemd:bookworm"
+sys.path.insert(0, os.path.join(ROOT, "molecule", "resources"))
+import container_options  # noqa: E402  pylint: disable=wrong-import-position  (the test hosts' options, one file)
 NETWORK = "sm120-bench"
 PREFIX = "sm120-bench-"
 RECAP = re.compile(r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)"
@@ -74,8 +76,7 @@ def start_hosts(names):
     for name in names:
         sh(["docker", "rm", "-f", name])
         started = sh(["docker", "run", "-d", "--name", name, "--hostname", name, "--network", NETWORK,
-                      "--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined", "--tmpfs", "/run",
-                      "--tmpfs", "/run/lock", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro", IMAGE])
+                      *container_options.docker_run(IMAGE)])
         if started.returncode != 0:
             fail("docker run %s failed: %s" % (name, started.stderr.strip()))
     for name in names:

@@ -16,9 +16,9 @@ for host in "${!images[@]}"; do
   if [[ $(docker inspect -f '{{.State.Running}}' "$host" 2>/dev/null) != true ]]; then
     docker rm -f "$host" >/dev/null 2>&1 || true
     echo "[deploy-local] starting $host"
-    docker run -d --name "$host" --hostname "$host" --network "$network" --cap-add SYS_ADMIN \
-      --security-opt seccomp=unconfined --tmpfs /run --tmpfs /run/lock -v /sys/fs/cgroup:/sys/fs/cgroup:ro \
-      "localhost/sm120-systemd:${images[$host]}" >/dev/null
+    # The container options of every test host (molecule/resources/container.yml), the image and its command.
+    mapfile -t run_args < <(python molecule/resources/container_options.py "localhost/sm120-systemd:${images[$host]}")
+    docker run -d --name "$host" --hostname "$host" --network "$network" "${run_args[@]}" >/dev/null
   elif [[ $(docker inspect -f "{{index .NetworkSettings.Networks \"$network\"}}" "$host" 2>/dev/null) == "<no value>" ]]; then
     # Started by an earlier version of this script, on Docker's default network only.
     docker network connect "$network" "$host"

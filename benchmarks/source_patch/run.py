@@ -23,6 +23,8 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "molecule", "resources"))
+import container_options  # noqa: E402  pylint: disable=wrong-import-position  (the test hosts' options, one file)
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
 HOST = "sm120-bench-source-patch"
 IMAGE = "localhost/sm120-systemd:bookworm"
@@ -57,8 +59,7 @@ def main():
     env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ["PATH"], ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_FORCE_COLOR="0")
     subprocess.run(["docker", "rm", "-f", HOST], capture_output=True, check=False)
-    sh("docker", "run", "-d", "--name", HOST, "--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined",
-       "--tmpfs", "/run", "--tmpfs", "/run/lock", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro", IMAGE)
+    sh("docker", "run", "-d", "--name", HOST, *container_options.docker_run(IMAGE))
     try:
         with tempfile.TemporaryDirectory() as work:
             source = os.path.join(work, "communicator.py")
