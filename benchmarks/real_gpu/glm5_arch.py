@@ -53,15 +53,26 @@ GLM5 = {
 # layers), 32 routed experts of 256 (8 still chosen a token, so a token's work per layer is the real one), the
 # tokenizer's 32,000 tokens for 154,880 (the request's token ids must decode). About 6.9 B parameters, 14 GB bf16.
 SCALED = {"num_hidden_layers": 6, "n_routed_experts": 32}
+# The nvfp4 start's model: the same config with a ModelOpt NVFP4 quantization_config, which SGLang reads from
+# config.json (modelopt_quant.py ModelOptFp4Config.from_config: quant_algo, group_size, ``ignore`` as glob patterns
+# matched against each module's name). The layout is assumed, the checkpoint's own list not being here: the routed
+# experts NVFP4 in groups of 16 (the NextN layer's too: SGLang names it model.decoder), everything else BF16
+# (attention and DSA's indexer under self_attn, the dense layers' MLPs, the router, the shared expert, the NextN
+# layer's eh_proj, the embedding and the head). The dummy loader fills the BF16 weights and the scales and leaves the
+# packed FP4 bytes as allocated: a probe of the kernels and the start, not of the output.
+NVFP4_QUANTIZATION = {
+    "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "kv_cache_quant_algo": None,
+    "ignore": ["lm_head", "model.embed_tokens", "*self_attn*", "model.layers.0.*", "model.layers.1.*",
+               "model.layers.2.*", "*mlp.gate", "*shared_experts*", "*eh_proj*"],
+}
 
 # The production profile's launch (roles/sglang_service/vars/profiles.yml, glm-5-nvfp4) at TP 1, and what this GPU
 # and the carried packages cannot run, each said where it is left out or replaced:
-#   --quantization modelopt_fp4   left out for now: the weights are random bf16 (--load-format dummy) and the config
-#                                 has no quantization_config. Not a refusal of the GPU: 0.5.16 serves an NVFP4 MoE
-#                                 on SM80 to SM90 through Marlin where the MoE runner is auto (modelopt_quant.py,
-#                                 ModelOptNvFp4FusedMoEMethod, "use moe_runner_backend=marlin on SM80+"), so a start
-#                                 with the checkpoint's quantization_config (experts NVFP4, the rest BF16) is the next
-#                                 one to add; the profile's other flags stay
+#   --quantization modelopt_fp4   only in the nvfp4 start, on the NVFP4 config (NVFP4_QUANTIZATION): the other
+#                                 starts' random weights are BF16 and their config has no quantization_config. Not
+#                                 a refusal of the GPU: 0.5.16 serves an NVFP4 MoE on SM80 to SM90 through Marlin
+#                                 where the MoE runner is auto (modelopt_quant.py, ModelOptNvFp4FusedMoEMethod, "use
+#                                 moe_runner_backend=marlin on SM80+")
 #   --tp-size 8                   --tp-size 1: one GPU is lent
 #   DSA's decode on SM90          SGLang picks fa3 for a bf16 KV cache on Hopper (arg_groups/overrides.py,
 #                                 _dsa_split_backend_resolution), whose library (sgl_kernel/flash_ops, 1.07 GB)
@@ -86,7 +97,13 @@ STARTS = {
     "moe_triton": ["--moe-runner-backend", "triton"],
     "moe_flashinfer_cutlass": ["--moe-runner-backend", "flashinfer_cutlass"],
     "decode_fa3": ["--dsa-decode-backend", "fa3"],
+    # The profile's --quantization on the NVFP4 config (make --nvfp4): 0.5.16 runs an NVFP4 MoE below SM100 through
+    # Marlin where the MoE runner is auto.
+    "nvfp4": ["--quantization", "modelopt_fp4"],
 }
+# The starts that serve the NVFP4 config (the directory make --nvfp4 writes, the model's name + NVFP4_SUFFIX).
+NVFP4_STARTS = {"nvfp4"}
+NVFP4_SUFFIX = "-nvfp4"
 # The profile's loads (low: concurrency 4, high: 64; 1,024 tokens in, 256 out) with fewer requests a run.
 LOADS = {"low": {"concurrency": 4, "num_requests": 16, "input_tokens": 1024, "output_tokens": 256},
          "high": {"concurrency": 64, "num_requests": 128, "input_tokens": 1024, "output_tokens": 256}}
@@ -102,12 +119,17 @@ MARKS = {
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] (.*)$")
 
 
-def config():
-    """GLM5 with SCALED applied and the tokenizer's vocabulary (set by make)."""
-    return dict(GLM5, **SCALED)
+def config(nvfp4=False):
+    """GLM5 with SCALED applied (and NVFP4_QUANTIZATION where nvfp4), the tokenizer's vocabulary set by make."""
+    return dict(GLM5, **SCALED, **({"quantization_config": NVFP4_QUANTIZATION} if nvfp4 else {}))
 
 
-def make(out):
+def model_of(start, model):
+    """The model directory a start serves: the NVFP4 config's for NVFP4_STARTS."""
+    return model.with_name(model.name + NVFP4_SUFFIX) if start in NVFP4_STARTS else model
+
+
+def make(out, nvfp4=False):
     from make_model import make_tokenizer
 
     if (out / "config.json").exists():
@@ -115,7 +137,7 @@ def make(out):
     partial = out.with_name(out.name + ".partial")
     partial.mkdir(parents=True, exist_ok=True)
     tokenizer = make_tokenizer(partial, 32000)
-    made = dict(config(), vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+    made = dict(config(nvfp4), vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
                 eos_token_id=tokenizer.eos_token_id)
     (partial / "config.json").write_text(json.dumps(made, indent=1) + "\n")
     for path in [partial, *partial.rglob("*")]:
@@ -265,16 +287,19 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     made = sub.add_parser("make")
     made.add_argument("out", type=Path)
+    made.add_argument("--nvfp4", action="store_true", help="also write OUT%s, the NVFP4 config" % NVFP4_SUFFIX)
     probe = sub.add_parser("probe")
     probe.add_argument("--model", type=Path, required=True)
     probe.add_argument("--out", type=Path, required=True)
     probe.add_argument("--logs", type=Path, required=True)
-    probe.add_argument("--starts", default="base,mtp_3_4,mtp_1_2,moe_flashinfer_cutlass")
+    probe.add_argument("--starts", default="base,mtp_3_4,mtp_1_2,nvfp4,moe_flashinfer_cutlass")
     probe.add_argument("--port", type=int, default=30010)
     probe.add_argument("--limit", type=int, default=240, help="seconds a start may take to answer")
     args = parser.parse_args(argv)
     if args.command == "make":
         print(json.dumps(make(args.out)))
+        if args.nvfp4:
+            print(json.dumps(make(model_of("nvfp4", args.out), nvfp4=True)))
         return 0
     starts = [name for name in args.starts.split(",") if name]
     unknown = [name for name in starts if name not in STARTS]
@@ -282,7 +307,7 @@ def main(argv=None):
         parser.error("--starts names %s, not starts of this probe (%s)" % (", ".join(unknown), ", ".join(STARTS)))
     args.logs.mkdir(parents=True, exist_ok=True)
     for name in starts:
-        record = probe_one(name, args.model, args.port, args.logs, args.limit)
+        record = probe_one(name, model_of(name, args.model), args.port, args.logs, args.limit)
         with open(args.out, "a") as out:
             out.write(json.dumps(record) + "\n")
         print("%s: %s in %.1f s; timeline %s; loads %s; accept %s; max running %s" % (

@@ -440,7 +440,7 @@ def phase_glm5():
     # The GPU to itself: a server the deploy left running held 67 of the H100's 80 GB, and the first real start
     # found 11.7 GB for GLM-5's weights and KV cache.
     subprocess.run(["systemctl", "stop", UNIT], check=False, timeout=120)
-    run([str(PYTHON), str(HERE / "glm5_arch.py"), "make", str(GLM5_MODEL)], "glm5-make", env=tool_env())
+    run([str(PYTHON), str(HERE / "glm5_arch.py"), "make", str(GLM5_MODEL), "--nvfp4"], "glm5-make", env=tool_env())
     starts = os.environ.get("SM120_REAL_GLM5_STARTS")
     run([str(PYTHON), str(HERE / "glm5_arch.py"), "probe", "--model", str(GLM5_MODEL),
          "--out", str(RESULTS / "glm5.jsonl"), "--logs", str(RESULTS / "glm5")] + (["--starts", starts] if starts

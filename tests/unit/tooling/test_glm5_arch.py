@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import pathlib
+import re
 import sys
 
 import pytest
@@ -77,3 +78,33 @@ def test_the_timeline_is_read_from_sglangs_log_lines_and_a_second_load_is_the_dr
     assert glm5_arch.timeline(log, started) == {
         "weights_begin": 9.0, "weights_end": 21.0, "kv_cache": 22.0, "graphs_begin": 23.0, "graphs_end": 51.0,
         "weights_begin_2": 52.0, "ready": 65.0}
+
+
+def excluded(name, patterns):
+    """SGLang 0.5.16's rule for a ModelOpt ``ignore`` pattern (modelopt_quant.py is_layer_excluded): a glob, "*" any
+    characters, matched against the whole module name."""
+    return any(re.fullmatch(pattern.replace(".", r"\.").replace("*", ".*"), name) for pattern in patterns)
+
+
+def test_the_nvfp4_config_quantizes_the_routed_experts_alone():
+    made = glm5_arch.config(nvfp4=True)
+    assert {key for key in made if made[key] != glm5_arch.config().get(key)} == {"quantization_config"}
+    quantization = made["quantization_config"]
+    assert (quantization["quant_method"], quantization["quant_algo"], quantization["group_size"]) == (
+        "modelopt", "NVFP4", 16)
+    ignore = quantization["ignore"]
+    # SGLang's module names for this architecture (models/deepseek_v2.py, deepseek_nextn.py: the NextN layer is
+    # model.decoder): the MoE layers' routed experts are quantized, every other module stays BF16.
+    for name in ("model.layers.3.mlp.experts", "model.layers.5.mlp.experts", "model.decoder.mlp.experts"):
+        assert not excluded(name, ignore), name
+    for name in ("lm_head", "model.embed_tokens", "model.layers.3.self_attn.fused_qkv_a_proj_with_mqa",
+                 "model.layers.4.self_attn.indexer.wq_b", "model.layers.0.mlp.gate_up_proj",
+                 "model.layers.2.mlp.down_proj", "model.layers.3.mlp.gate",
+                 "model.layers.3.mlp.shared_experts.gate_up_proj", "model.decoder.self_attn.o_proj", "model.eh_proj"):
+        assert excluded(name, ignore), name
+
+
+def test_the_nvfp4_start_serves_the_nvfp4_model(tmp_path):
+    model = tmp_path / "glm-5-arch"
+    assert glm5_arch.model_of("nvfp4", model) == tmp_path / "glm-5-arch-nvfp4"
+    assert glm5_arch.model_of("base", model) == model
