@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, experiment_io
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, experiment_io, experiment_settings
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
 
@@ -84,5 +84,6 @@ class FilterModule:
             "experiments_held": _wrap(experiments_held),
             "experiments_decision_order": _wrap(experiments_decision_order),
             "experiments_decided_by_smoke": _wrap(ex.smoke_decides),
+            "experiments_deprecated_names": _wrap(experiment_settings.deprecated_names_in_use),
             "tuning_settings": _wrap(experiment_data.tuning_settings),
         }

@@ -1,0 +1,92 @@
+# Copyright: (c) 2026, sm120.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The experiments role's settings, its own arguments (issue 39): each new name reads the smoke test's old name for
+one release through a default() chain in roles/experiments/defaults/main.yml, resolved here by Ansible's Templar; the
+deploy play publishes them once and hands the smoke test what it needs, and the smoke test keeps none of them."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_settings import DEPRECATED_NAMES
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+DEFAULTS = ROOT / "roles" / "experiments" / "defaults" / "main.yml"
+# What each setting was by default as the smoke test's variable: the new names keep it.
+BEFORE = {"experiments_enabled": True, "experiments_retry": [], "experiments_tolerance": 0.03,
+          "experiments_noise_multiple": 3.0, "experiments_resolution": 0.10, "experiments_restart_budget": None,
+          "experiments_parity_min_match": 1.0, "experiments_parity_min_prefix": 0.25,
+          "experiments_power_limit_steps_w": [], "experiments_nvidia_smi": "nvidia-smi"}
+# A value of each, unlike its default.
+SET = {"experiments_enabled": False, "experiments_retry": ["s3"], "experiments_tolerance": 0.05,
+       "experiments_noise_multiple": 2.0, "experiments_resolution": 0.2, "experiments_restart_budget": 2,
+       "experiments_parity_min_match": 0.5, "experiments_parity_min_prefix": 0.5,
+       "experiments_power_limit_steps_w": [350, 200], "experiments_nvidia_smi": "/opt/nvidia-smi"}
+
+
+def _resolved(name, inventory):
+    """A setting of the experiments role for a host with these inventory variables, as Ansible resolves it."""
+    loader = DataLoader()
+    variables = dict(loader.load_from_file(str(DEFAULTS), trusted_as_template=True))
+    variables.update(inventory)
+    return Templar(loader=loader, variables=variables).template(trust_as_template("{{ %s }}" % name))
+
+
+def test_every_setting_has_its_old_name_and_nothing_else_is_a_setting():
+    assert set(yaml.safe_load(DEFAULTS.read_text())) == set(DEPRECATED_NAMES) == set(BEFORE) == set(SET)
+
+
+@pytest.mark.parametrize("new", sorted(DEPRECATED_NAMES))
+def test_a_setting_left_alone_keeps_the_default_it_had_as_the_smoke_test_s(new):
+    assert _resolved(new, {}) == BEFORE[new]
+
+
+@pytest.mark.parametrize("new", sorted(DEPRECATED_NAMES))
+def test_the_old_name_still_sets_it(new):
+    assert _resolved(new, {DEPRECATED_NAMES[new]: SET[new]}) == SET[new]
+
+
+@pytest.mark.parametrize("new", sorted(DEPRECATED_NAMES))
+def test_the_new_name_wins_over_the_old_one(new):
+    assert _resolved(new, {new: SET[new], DEPRECATED_NAMES[new]: BEFORE[new]}) == SET[new]
+
+
+def test_the_default_chain_reads_only_the_old_name_of_each_setting():
+    for new, default in yaml.safe_load(DEFAULTS.read_text()).items():
+        assert default.startswith("{{ %s | default(" % DEPRECATED_NAMES[new]), (new, default)
+
+
+def test_the_smoke_test_keeps_none_of_the_settings():
+    """Neither the old names nor the new ones are the smoke test's: what it needs of them comes in as
+    smoke_test_from_experiments."""
+    defaults = yaml.safe_load((ROOT / "roles" / "smoke_test" / "defaults" / "main.yml").read_text())
+    specs = yaml.safe_load((ROOT / "roles" / "smoke_test" / "meta" / "argument_specs.yml").read_text())
+    options = {name for entry in specs["argument_specs"].values() for name in entry.get("options") or {}}
+    for name in set(DEPRECATED_NAMES) | set(DEPRECATED_NAMES.values()):
+        assert name not in defaults and name not in options, name
+    old = re.compile(r"\b(%s)\b" % "|".join(DEPRECATED_NAMES.values()))
+    for path in sorted((ROOT / "roles" / "smoke_test").glob("*/*.yml")):
+        for line in path.read_text().splitlines():
+            assert line.strip().startswith("#") or not old.search(line), (path.name, line)
+
+
+def _tasks(play_path):
+    return [task for play in yaml.safe_load(play_path.read_text()) for task in play.get("tasks") or []]
+
+
+def test_the_deploy_play_publishes_the_settings_first_for_every_tag_and_hands_them_to_the_smoke_test():
+    tasks = _tasks(ROOT / "playbooks" / "deploy.yml")
+    includes = [task for task in tasks if "ansible.builtin.include_role" in task]
+    first = includes[0]
+    assert first["ansible.builtin.include_role"]["name"] == "sm120.sglang.experiments"
+    assert first["ansible.builtin.include_role"]["tasks_from"] == "settings"
+    assert first["tags"] == ["always"] and first["ansible.builtin.include_role"]["apply"]["tags"] == ["always"]
+    smoke = [task for task in tasks if task.get("name") == "Measure, decide, judge and report"][0]["block"][0]
+    assert smoke["ansible.builtin.include_role"]["name"] == "sm120.sglang.smoke_test"
+    assert smoke["vars"]["smoke_test_from_experiments"] == "{{ experiments_settings }}"
