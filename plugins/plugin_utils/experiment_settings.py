@@ -44,6 +44,7 @@ DEPRECATED_NAMES = {
     "experiments_parity_min_prefix": "smoke_test_parity_min_prefix",
     "experiments_power_limit_steps_w": "smoke_test_power_limit_steps_w",
     "experiments_nvidia_smi": "smoke_test_nvidia_smi",
+    "experiments_verdict_file": "smoke_test_verdict_file",
 }
 # The release that stops reading the old names.
 DEPRECATED_NAMES_REMOVED_IN = "0.2.0"

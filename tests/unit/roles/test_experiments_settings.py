@@ -6,6 +6,7 @@ deploy play publishes them once and hands the smoke test what it needs, and the 
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 
@@ -22,12 +23,15 @@ DEFAULTS = ROOT / "roles" / "experiments" / "defaults" / "main.yml"
 BEFORE = {"experiments_enabled": True, "experiments_retry": [], "experiments_tolerance": 0.03,
           "experiments_noise_multiple": 3.0, "experiments_resolution": 0.10, "experiments_restart_budget": None,
           "experiments_parity_min_match": 1.0, "experiments_parity_min_prefix": 0.25,
-          "experiments_power_limit_steps_w": [], "experiments_nvidia_smi": "nvidia-smi"}
+          "experiments_power_limit_steps_w": [], "experiments_nvidia_smi": "nvidia-smi",
+          # Beside the smoke test's reports, in the directory ansible-playbook runs from.
+          "experiments_verdict_file": os.environ.get("PWD", "") + "/reports/verdicts.json"}
 # A value of each, unlike its default.
 SET = {"experiments_enabled": False, "experiments_retry": ["s3"], "experiments_tolerance": 0.05,
        "experiments_noise_multiple": 2.0, "experiments_resolution": 0.2, "experiments_restart_budget": 2,
        "experiments_parity_min_match": 0.5, "experiments_parity_min_prefix": 0.5,
-       "experiments_power_limit_steps_w": [350, 200], "experiments_nvidia_smi": "/opt/nvidia-smi"}
+       "experiments_power_limit_steps_w": [350, 200], "experiments_nvidia_smi": "/opt/nvidia-smi",
+       "experiments_verdict_file": "/srv/sm120/verdicts.json"}
 
 
 def _resolved(name, inventory):
@@ -57,6 +61,12 @@ def test_the_new_name_wins_over_the_old_one(new):
     assert _resolved(new, {new: SET[new], DEPRECATED_NAMES[new]: BEFORE[new]}) == SET[new]
 
 
+def test_the_verdicts_stay_beside_the_smoke_test_s_reports_where_the_inventory_moves_them():
+    """As before, when they were the smoke test's smoke_test_verdict_file: the molecule scenarios and the benchmarks
+    move the reports, and read the verdicts there."""
+    assert _resolved("experiments_verdict_file", {"smoke_test_report_dir": "/tmp/r"}) == "/tmp/r/verdicts.json"
+
+
 def test_the_default_chain_reads_only_the_old_name_of_each_setting():
     for new, default in yaml.safe_load(DEFAULTS.read_text()).items():
         assert default.startswith("{{ %s | default(" % DEPRECATED_NAMES[new]), (new, default)
@@ -74,6 +84,18 @@ def test_the_smoke_test_keeps_none_of_the_settings():
     for path in sorted((ROOT / "roles" / "smoke_test").glob("*/*.yml")):
         for line in path.read_text().splitlines():
             assert line.strip().startswith("#") or not old.search(line), (path.name, line)
+
+
+def test_the_experiments_role_reads_and_writes_the_memory_and_the_smoke_test_neither():
+    settings = (ROOT / "roles" / "experiments" / "tasks" / "settings.yml").read_text()
+    assert "lookup('ansible.builtin.file', experiments_verdict_file)" in settings
+    main = yaml.safe_load((ROOT / "roles" / "experiments" / "tasks" / "main.yml").read_text())
+    [write] = [task for task in main if task.get("ansible.builtin.copy", {}).get("dest") == "{{ experiments_verdict_file }}"]
+    assert "sm120.sglang.experiment_remember(" in write["ansible.builtin.copy"]["content"]
+    assert write["run_once"] is True and write["delegate_to"] == "localhost"
+    for path in sorted((ROOT / "roles" / "smoke_test").glob("*/*.yml")):
+        text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("#"))
+        assert "experiment_remember" not in text and "verdict_file" not in text, path
 
 
 def _tasks(play_path):
