@@ -32,3 +32,16 @@ def test_every_old_name_is_the_smoke_test_s_and_every_new_one_the_experiments_ro
     assert len(set(settings.DEPRECATED_NAMES.values())) == len(settings.DEPRECATED_NAMES)
     for new, old in settings.DEPRECATED_NAMES.items():
         assert new.startswith("experiments_") and old.startswith("smoke_test_"), (new, old)
+
+
+def test_the_filter_shows_each_message_as_ansible_s_deprecation_warning(monkeypatch):
+    from ansible_collections.sm120.sglang.plugins.filter import experiments as experiments_filters
+
+    shown = []
+    monkeypatch.setattr(experiments_filters.Display, "deprecated",
+                        lambda self, msg, version=None, collection_name=None, **kwargs: shown.append(
+                            (msg, version, collection_name)))
+    found = experiments_filters.FilterModule().filters()["experiments_deprecated_names"](
+        ["smoke_test_nvidia_smi", "smoke_test_loads"])
+    assert found == settings.deprecated_names_in_use(["smoke_test_nvidia_smi"])
+    assert shown == [(found[0], settings.DEPRECATED_NAMES_REMOVED_IN, "sm120.sglang")]
