@@ -90,7 +90,8 @@ def test_the_experiments_role_reads_and_writes_the_memory_and_the_smoke_test_nei
     settings = (ROOT / "roles" / "experiments" / "tasks" / "settings.yml").read_text()
     assert "lookup('ansible.builtin.file', experiments_verdict_file)" in settings
     main = yaml.safe_load((ROOT / "roles" / "experiments" / "tasks" / "main.yml").read_text())
-    [write] = [task for task in main if task.get("ansible.builtin.copy", {}).get("dest") == "{{ experiments_verdict_file }}"]
+    [write] = [task for task in main
+               if task.get("ansible.builtin.copy", {}).get("dest") == "{{ experiments_verdict_file }}"]
     assert "sm120.sglang.experiment_remember(" in write["ansible.builtin.copy"]["content"]
     assert write["run_once"] is True and write["delegate_to"] == "localhost"
     for path in sorted((ROOT / "roles" / "smoke_test").glob("*/*.yml")):
@@ -109,6 +110,11 @@ def test_the_deploy_play_publishes_the_settings_first_for_every_tag_and_hands_th
     assert first["ansible.builtin.include_role"]["name"] == "sm120.sglang.experiments"
     assert first["ansible.builtin.include_role"]["tasks_from"] == "settings"
     assert first["tags"] == ["always"] and first["ansible.builtin.include_role"]["apply"]["tags"] == ["always"]
-    smoke = [task for task in tasks if task.get("name") == "Measure, decide, judge and report"][0]["block"][0]
+    block = [task for task in tasks if task.get("name") == "Measure, decide, judge and report"][0]["block"]
+    smoke = [task for task in block
+             if task.get("ansible.builtin.include_role", {}).get("name") == "sm120.sglang.smoke_test"][0]
     assert smoke["ansible.builtin.include_role"]["name"] == "sm120.sglang.smoke_test"
-    assert smoke["vars"]["smoke_test_from_experiments"] == "{{ experiments_settings }}"
+    assert smoke["vars"]["smoke_test_from_experiments"] == "{{ experiments_settings | combine(experiments_run) }}"
+    # This run's experiments, named by their owner before the smoke test measures their baseline.
+    order = block[block.index(smoke) - 1]["ansible.builtin.include_role"]
+    assert (order["name"], order["tasks_from"]) == ("sm120.sglang.experiments", "order")

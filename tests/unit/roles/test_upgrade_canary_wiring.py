@@ -78,7 +78,7 @@ def test_no_upgrade_is_judged_where_the_release_did_not_change(previous):
 def test_the_report_gets_the_verdict_as_its_own_argument_and_the_smoke_test_the_release_replaced():
     report = _task("Check the result against the thresholds and the fleet, decide the run's verdict, report")
     assert report["vars"]["smoke_test_report_upgrade"] == "{{ sm120_deploy_upgrade | default(none) }}"
-    measure = _smoke_block()[0]
+    measure = _task("Measure the server as deployed at every load with GPU power, or take its last measurement")
     assert measure["vars"]["smoke_test_previous_release"] == "{{ sglang_install_previous_release | default('') }}"
     for path in sorted((ROOT / "roles" / "smoke_test").glob("*/*.yml")):
         text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("#"))
