@@ -200,7 +200,7 @@ def main(argv=None):
     parser.add_argument("noise", type=Path, help="noise.jsonl of the harness's noise phase")
     parser.add_argument("--k", type=int, default=2, help="runs a measurement (the smoke test's repeats)")
     parser.add_argument("--noise-multiple", type=float, default=experiments.DEFAULTS["noise_multiple"],
-                        help="the band's noise_multiple (smoke_test_experiment_noise_multiple)")
+                        help="the band's noise_multiple (experiments_noise_multiple)")
     parser.add_argument("--budget", type=float, default=180.0,
                         help="seconds of added runs a load (smoke_test_run_budget_s) for the resampled section")
     parser.add_argument("--trials", type=int, default=2000, help="resampled comparisons a load and kind")

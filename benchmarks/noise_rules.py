@@ -19,7 +19,7 @@ The rules, each a verdict on one load from the baseline's and the candidate's re
   mad    vLLM's tune_speculative_k (../shared/research/launch-knobs-2026-12.md section 4): each side's conservative
          score median - 1.4826 x MAD; the higher wins where it beats the other by more than 1 %. As a two-way
          verdict: candidate higher by > 1 % a gain, lower by > 1 % a regression.
-  band x3  the same at noise_multiple 3 (smoke_test_experiment_noise_multiple's default), for the trade of false verdicts
+  band x3  the same at noise_multiple 3 (experiments_noise_multiple's default), for the trade of false verdicts
          against power.
   mad10  the same as mad, and vLLM's stability check: a side whose relative MAD is above 0.1 makes the comparison
          "unstable", no verdict (counted as no change here).

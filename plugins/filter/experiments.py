@@ -6,8 +6,9 @@ from __future__ import annotations
 # Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
 
 from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, experiment_io
+from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, experiment_io, experiment_settings
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
 
@@ -22,6 +23,16 @@ def _wrap(function):
     run_filter.__name__ = function.__name__
     run_filter.__doc__ = function.__doc__
     return run_filter
+
+
+def experiments_deprecated_names(defined):
+    """The deprecated names of the experiments' settings among ``defined``, each shown as Ansible's deprecation warning
+    (the names are decided by experiment_settings.deprecated_names_in_use; showing them is all this adds)."""
+    messages = experiment_settings.deprecated_names_in_use(defined)
+    for message in messages:
+        Display().deprecated(message, version=experiment_settings.DEPRECATED_NAMES_REMOVED_IN,
+                             collection_name="sm120.sglang")
+    return messages
 
 
 def experiment_step(measurements, experiments, settings, memory=None, key="", retry=None, stored_baseline=None,
@@ -84,5 +95,6 @@ class FilterModule:
             "experiments_held": _wrap(experiments_held),
             "experiments_decision_order": _wrap(experiments_decision_order),
             "experiments_decided_by_smoke": _wrap(ex.smoke_decides),
+            "experiments_deprecated_names": _wrap(experiments_deprecated_names),
             "tuning_settings": _wrap(experiment_data.tuning_settings),
         }

@@ -175,7 +175,7 @@ def tuning_settings(names, off=None, data=None, release=None, loads=None, search
         if len(steps) > 1 and not searched:
             raise ExperimentDataError(
                 "sglang_service_tuning turns on %s, which are steps of one knob, %s, and one step runs at a time: "
-                "keep one of them, or let the smoke test search them (smoke_test_experiments: true, the smoke phase "
+                "keep one of them, or let the smoke test search them (experiments_enabled: true, the smoke phase "
                 "in the run, and not -e sm120_deploy_hold_new=false), which starts the server without them and "
                 "keeps the step that pays" % (" and ".join(steps), knob))
     for name in sorted(set(names)):

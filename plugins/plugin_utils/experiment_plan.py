@@ -220,11 +220,11 @@ def smoke_named(run_tags):
 
 
 def smoke_decides(run_tags, skip_tags, experiments_on):
-    """Whether this run's smoke test decides experiments: they are on (smoke_test_experiments) and the smoke phase
+    """Whether this run's smoke test decides experiments: they are on (experiments_enabled) and the smoke phase
     runs (ansible_run_tags holds all, tagged or smoke; ansible_skip_tags does not hold smoke). Not in check mode's
     sense: a check shows what the run would do, so it holds back what the run would."""
     if not isinstance(experiments_on, bool):
-        raise ExperimentError("smoke_test_experiments must be true or false, got %r" % (experiments_on,))
+        raise ExperimentError("experiments_enabled must be true or false, got %r" % (experiments_on,))
     runs = smoke_named(run_tags) or bool({"all", "tagged"} & _tags("ansible_run_tags", run_tags))
     return experiments_on and runs and "smoke" not in _tags("ansible_skip_tags", skip_tags)
 

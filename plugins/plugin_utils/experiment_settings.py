@@ -30,6 +30,44 @@ DEFAULTS = {"tolerance": 0.03, "noise_multiple": 3.0, "parity_min_match": 1.0, "
             "parity_tie_nats": 0.5, "restart_budget": None, "resolution": 0.10}
 
 
+# The experiments role's arguments were named after the smoke test before the experiments had their own role
+# (issue 39). The old names are still read for one release, through a default() chain in
+# roles/experiments/defaults/main.yml, and each one set warns (deprecated_names_in_use). New name -> old name.
+DEPRECATED_NAMES = {
+    "experiments_enabled": "smoke_test_experiments",
+    "experiments_retry": "smoke_test_experiments_retry",
+    "experiments_tolerance": "smoke_test_experiment_tolerance",
+    "experiments_noise_multiple": "smoke_test_experiment_noise_multiple",
+    "experiments_resolution": "smoke_test_experiment_resolution",
+    "experiments_restart_budget": "smoke_test_restart_budget",
+    "experiments_parity_min_match": "smoke_test_parity_min_match",
+    "experiments_parity_min_prefix": "smoke_test_parity_min_prefix",
+    "experiments_power_limit_steps_w": "smoke_test_power_limit_steps_w",
+    "experiments_nvidia_smi": "smoke_test_nvidia_smi",
+    "experiments_verdict_file": "smoke_test_verdict_file",
+}
+# The release that stops reading the old names.
+DEPRECATED_NAMES_REMOVED_IN = "0.2.0"
+
+
+def deprecated_names_in_use(defined):
+    """One message per deprecated name among ``defined`` (the names of the variables set for the host, e.g.
+    C(query('ansible.builtin.varnames', '^smoke_test_'))), in the order of DEPRECATED_NAMES, naming its new name.
+    A host that sets the new name too gets the new one, and is told the old one is ignored."""
+    defined = set(defined or [])
+    messages = []
+    for new, old in DEPRECATED_NAMES.items():
+        if old not in defined:
+            continue
+        if new in defined:
+            messages.append("%s is deprecated and ignored here, since %s is set too; remove %s (the old name is "
+                            "no longer read from release %s)." % (old, new, old, DEPRECATED_NAMES_REMOVED_IN))
+        else:
+            messages.append("%s is deprecated: rename it %s, the experiments role's own argument (the old name "
+                            "is no longer read from release %s)." % (old, new, DEPRECATED_NAMES_REMOVED_IN))
+    return messages
+
+
 class ExperimentError(ValueError):
     """A measurement or a setting cannot be used; the message names it and the fix."""
 
@@ -46,34 +84,34 @@ def settings_of(raw):
     merged = dict(DEFAULTS, **{key: value for key, value in raw.items() if value is not None})
     tolerance = number(merged["tolerance"])
     if tolerance is None or not 0 <= tolerance < 1:
-        raise ExperimentError("smoke_test_experiment_tolerance must be a fraction from 0 up to 1 (0.03 is 3 %%), "
+        raise ExperimentError("experiments_tolerance must be a fraction from 0 up to 1 (0.03 is 3 %%), "
                               "got %r" % (merged["tolerance"],))
     multiple = number(merged["noise_multiple"])
     if multiple is None or multiple < 0:
-        raise ExperimentError("smoke_test_experiment_noise_multiple must be a number of 0 or more, got %r"
+        raise ExperimentError("experiments_noise_multiple must be a number of 0 or more, got %r"
                               % (merged["noise_multiple"],))
     parity = number(merged["parity_min_match"])
     if parity is None or not 0 <= parity <= 1:
-        raise ExperimentError("smoke_test_parity_min_match must be a fraction from 0 to 1 (1 is every prompt), "
+        raise ExperimentError("experiments_parity_min_match must be a fraction from 0 to 1 (1 is every prompt), "
                               "got %r" % (merged["parity_min_match"],))
     prefix = number(merged["parity_min_prefix"])
     if prefix is None or not 0 < prefix <= 1:
-        raise ExperimentError("smoke_test_parity_min_prefix must be a fraction above 0 up to 1 (1 is the whole text, "
+        raise ExperimentError("experiments_parity_min_prefix must be a fraction above 0 up to 1 (1 is the whole text, "
                               "token-exact), got %r" % (merged["parity_min_prefix"],))
     tie = merged["parity_tie_nats"]
     if isinstance(tie, bool) or number(tie) is None or number(tie) < 0:
-        raise ExperimentError("smoke_test_parity_tie_nats must be a number of nats, 0 or more (0.5: two tokens "
+        raise ExperimentError("experiments_parity_tie_nats must be a number of nats, 0 or more (0.5: two tokens "
                               "whose logprobs differ by at most half a nat are a near-tie; 0: no ties), got %r"
                               % (tie,))
     resolution = merged["resolution"]
     if isinstance(resolution, bool) or number(resolution) is None or not 0 <= number(resolution) < 1:
-        raise ExperimentError("smoke_test_experiment_resolution must be a fraction from 0 up to 1 (0.10: a verdict "
+        raise ExperimentError("experiments_resolution must be a fraction from 0 up to 1 (0.10: a verdict "
                               "must see a change of 10 %%; 0: no goal), got %r" % (resolution,))
     resolution = number(resolution) or None
     budget = merged["restart_budget"]
     if budget is not None and (isinstance(budget, bool) or number(budget) is None or number(budget) < 0
                                or number(budget) != int(number(budget))):
-        raise ExperimentError("smoke_test_restart_budget must be a whole number of restarts, 0 or more (null: no "
+        raise ExperimentError("experiments_restart_budget must be a whole number of restarts, 0 or more (null: no "
                               "bound), got %r" % (budget,))
     loads, slo, concurrency = merged.get("loads") or [], merged.get("slo"), merged.get("concurrency") or {}
     if isinstance(loads, Mapping):

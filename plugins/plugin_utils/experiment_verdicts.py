@@ -106,7 +106,7 @@ def experiment_verdict(name, baseline, candidate, settings):
 
 def untried_verdict(name, budget):
     """The verdict of an experiment the restart budget left no restart for: off this run, measured by the next."""
-    reason = ("the restart budget of %d was spent before it could be measured (smoke_test_restart_budget): it stays "
+    reason = ("the restart budget of %d was spent before it could be measured (experiments_restart_budget): it stays "
               "off this run, and the next run measures it" % budget)
     return {"experiment": name, "decision": UNTRIED, "reason": reason, "loads": {}, "parity": {}, "cause": UNKNOWN,
             "baseline_config": [], "candidate_config": [], "objective": {"misses": [], "baseline_misses": [],
@@ -120,12 +120,12 @@ def stopped_verdict(name, knob, step, decision, below=False):
     if below:
         reason = ("not tried: below %s, the step of the stepped knob %s kept on record, and the search goes up from "
                   "the step kept; it stays off, recorded as turned off. To search the knob from its first step, set "
-                  "smoke_test_experiments_retry: [%s] and sglang_service_tuning_retry_rejected: true" % (
+                  "experiments_retry: [%s] and sglang_service_tuning_retry_rejected: true" % (
                       step, knob, step))
     else:
         reason = ("not tried: the search of the stepped knob %s stopped at %s (%s), and a step is tried only where "
                   "the one before it paid; it stays off, recorded as turned off. To search again, set "
-                  "smoke_test_experiments_retry: [%s] and sglang_service_tuning_retry_rejected: true" % (
+                  "experiments_retry: [%s] and sglang_service_tuning_retry_rejected: true" % (
                       knob, step, decision or "not decided", step))
     return decided_verdict(name, untried_verdict(name, 0), UNTRIED, reason, stopped_at=step)
 

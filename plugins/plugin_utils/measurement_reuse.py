@@ -56,7 +56,7 @@ def reuse_decision(stored, experiments, deployed, settings, memory=None, key="",
     if ex.config_key(stored.get("config") or []) != ex.config_key(deployed):
         return _no("the measurement kept is of %s, the server runs %s" % (
             ex.config_key(stored.get("config") or []) or "no experiment", ex.config_key(deployed) or "no experiment"))
-    # The experiments this run decides (none where smoke_test_experiments is false): with the stored measurement
+    # The experiments this run decides (none where experiments_enabled is false): with the stored measurement
     # standing for what runs, the plan must have nothing left to measure and keep what runs.
     if experiments:
         remembered = ex.remembered_verdicts(memory, key, retry) if key else {}

@@ -37,7 +37,7 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils.experiment_settings i
 )
 from ansible_collections.sm120.sglang.plugins.plugin_utils.smoke_thresholds import number
 
-VARIABLE = "smoke_test_power_limit_steps_w"
+VARIABLE = "experiments_power_limit_steps_w"
 
 
 def step_name(watts):

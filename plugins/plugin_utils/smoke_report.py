@@ -361,7 +361,7 @@ def experiment_lines(verdicts):
         ["Experiment", "Decision", "Why", "Per load: change (band)", "Parity", "Cause", "Decided by"], "lllllll", rows) + [
         "", "Each experiment against the configuration it was added to, medians of the repeats. The band is the change "
         "each load's measurement could see (plugins/plugin_utils/noise_band.py): inside it is no measurable gain, and "
-        "the shipped behaviour stays; a band wider than the goal (smoke_test_experiment_resolution) leaves the load "
+        "the shipped behaviour stays; a band wider than the goal (experiments_resolution) leaves the load "
         "not decided, with the runs that would decide it."]
 
 

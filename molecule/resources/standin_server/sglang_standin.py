@@ -181,7 +181,7 @@ GARBLED = " !!"
 # first word past the stable share) a near-tie, elsewhere a token it is sure of, and so is a garbling server of its
 # garbage. SGLANG_STANDIN_TIE_MARGIN sets the near-tie's (nats). The real margins at such a part are not measured yet
 # (benchmarks/real_gpu/glm5_arch.py asks the parity prompts with logprobs for that): 0.02 is assumed, a near-flat
-# random-weight logit pair, well inside smoke_test_parity_tie_nats.
+# random-weight logit pair, well inside experiments_parity_tie_nats.
 SURE_MARGIN = 3.0
 TIE_MARGIN = 0.02
 

@@ -44,7 +44,8 @@ def _measure(tmp_path, url, budget_s):
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"gpu_hosts": {"hosts": {"gpu1": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "out": str(out),
         "smoke_test_url": url, "smoke_test_model": "m", "smoke_test_repeats": 2, "smoke_test_num_warmup": 0,
-        "smoke_test_warmup_runs": 0, "smoke_test_run_budget_s": budget_s, "smoke_test_experiment_resolution": 0.5,
+        "smoke_test_warmup_runs": 0, "smoke_test_run_budget_s": budget_s,
+        "smoke_test_from_experiments": {"comparison": {"resolution": 0.5}},
         "smoke_test_parity_prompts": [], "smoke_test_measure_config": [], "smoke_test_measure_label": "test",
         "smoke_test_state": {"configs": {}}, "__smoke_test_measurements": [],
         "smoke_test_loads": {"noisy": {"concurrency": 4, "num_requests": 16, "input_tokens": 16, "output_tokens": 16},

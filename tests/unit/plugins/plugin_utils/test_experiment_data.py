@@ -149,7 +149,7 @@ def test_two_steps_of_a_knob_run_only_as_a_search():
         data.tuning_settings(["mtp_nextn_1_2", "mtp_nextn_3_4"], release="0.5.23", loads=LOADS)
     assert str(caught.value) == (
         "sglang_service_tuning turns on mtp_nextn_1_2 and mtp_nextn_3_4, which are steps of one knob, mtp_nextn, and "
-        "one step runs at a time: keep one of them, or let the smoke test search them (smoke_test_experiments: "
+        "one step runs at a time: keep one of them, or let the smoke test search them (experiments_enabled: "
         "true, the smoke phase in the run, and not -e sm120_deploy_hold_new=false), which starts the server without "
         "them and keeps the step that pays")
     # Another option that sets a step's flag is still refused in a search: it is not a step of the knob.

@@ -96,16 +96,16 @@ def test_a_run_without_throughput_is_named():
 
 
 @pytest.mark.parametrize("settings, message", [
-    ({"tolerance": 1.5}, "smoke_test_experiment_tolerance must be a fraction"),
-    ({"tolerance": "ten"}, "smoke_test_experiment_tolerance must be a fraction"),
-    ({"noise_multiple": -1}, "smoke_test_experiment_noise_multiple must be a number of 0 or more"),
-    ({"parity_min_match": 2}, "smoke_test_parity_min_match must be a fraction from 0 to 1"),
-    ({"parity_min_prefix": 0}, "smoke_test_parity_min_prefix must be a fraction above 0 up to 1"),
+    ({"tolerance": 1.5}, "experiments_tolerance must be a fraction"),
+    ({"tolerance": "ten"}, "experiments_tolerance must be a fraction"),
+    ({"noise_multiple": -1}, "experiments_noise_multiple must be a number of 0 or more"),
+    ({"parity_min_match": 2}, "experiments_parity_min_match must be a fraction from 0 to 1"),
+    ({"parity_min_prefix": 0}, "experiments_parity_min_prefix must be a fraction above 0 up to 1"),
     ({"loads": "high"}, "must be a list of load names, lowest first, or the loads themselves"),
-    ({"restart_budget": -1}, "smoke_test_restart_budget must be a whole number of restarts, 0 or more"),
-    ({"restart_budget": 1.5}, "smoke_test_restart_budget must be a whole number"),
-    ({"restart_budget": "two"}, "smoke_test_restart_budget must be a whole number"),
-    ({"restart_budget": True}, "smoke_test_restart_budget must be a whole number"),
+    ({"restart_budget": -1}, "experiments_restart_budget must be a whole number of restarts, 0 or more"),
+    ({"restart_budget": 1.5}, "experiments_restart_budget must be a whole number"),
+    ({"restart_budget": "two"}, "experiments_restart_budget must be a whole number"),
+    ({"restart_budget": True}, "experiments_restart_budget must be a whole number"),
 ])
 def test_bad_settings_name_the_variable(settings, message):
     with pytest.raises(ex.ExperimentError, match=message):
@@ -433,7 +433,7 @@ def test_the_smoke_test_decides_where_its_phase_runs_with_experiments_on(run_tag
 
 
 @pytest.mark.parametrize("args, message", [
-    ((["all"], [], "yes"), "smoke_test_experiments must be true or false"),
+    ((["all"], [], "yes"), "experiments_enabled must be true or false"),
     (("all", [], True), "ansible_run_tags must be a list of tags"),
     ((["all"], "smoke", True), "ansible_skip_tags must be a list of tags"),
 ])
@@ -949,7 +949,7 @@ def test_the_search_goes_up_from_the_step_kept_on_record_and_leaves_the_steps_be
         verdict = step["verdicts"][["s1", "s2", "s3"].index(name)]
         assert verdict["decision"] == ex.UNTRIED and verdict["stopped_at"] == "s3", verdict
         assert verdict["reason"].startswith("not tried: below s3, the step of the stepped knob mtp kept on record")
-        assert "smoke_test_experiments_retry: [s3] and sglang_service_tuning_retry_rejected: true" in verdict["reason"]
+        assert "experiments_retry: [s3] and sglang_service_tuning_retry_rejected: true" in verdict["reason"]
     assert sorted(ex.rejections(step["verdicts"], ["s1", "s2", "s3"], "r", "t")["tuning"]) == ["s1", "s2"]
 
 

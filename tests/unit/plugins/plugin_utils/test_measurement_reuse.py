@@ -51,7 +51,7 @@ def test_the_same_server_of_the_same_configuration_with_every_verdict_kept_is_no
 
 def test_a_host_without_experiments_reuses_too():
     assert decide(stored(config=()), experiments=(), deployed=(), memory={})["reuse"] is True
-    # Experiments not decided by measurement (smoke_test_experiments: false): what runs was measured, as it runs.
+    # Experiments not decided by measurement (experiments_enabled: false): what runs was measured, as it runs.
     assert decide(stored(), experiments=(), deployed=(NCCL,), memory={})["reuse"] is True
 
 
@@ -93,7 +93,7 @@ def test_an_experiment_to_decide_is_measured():
     assert held["reuse"] is False
     assert held["reason"] == ("an experiment is to be decided (flashinfer_allreduce_fusion+nccl_min_nchannels_8 to "
                               "measure)")
-    # Asked to be measured again (smoke_test_experiments_retry).
+    # Asked to be measured again (experiments_retry).
     assert decide(stored(), retry=(NCCL,))["reason"] == "an experiment is to be decided (the baseline to measure)"
     # Its verdict was rejected but the server runs it: what is kept is not what runs.
     assert decide(stored(), memory=remembered(**{NCCL: "rejected"}))["reason"] == (

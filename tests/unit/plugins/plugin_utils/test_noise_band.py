@@ -54,7 +54,7 @@ def test_the_goal_is_a_fraction_or_0_for_none():
     assert ex.settings_of({})["resolution"] == 0.10
     assert ex.settings_of({"resolution": 0})["resolution"] is None
     for bad in (1.5, -0.1, "ten", True):
-        with pytest.raises(ex.ExperimentError, match="smoke_test_experiment_resolution must be a fraction"):
+        with pytest.raises(ex.ExperimentError, match="experiments_resolution must be a fraction"):
             ex.settings_of({"resolution": bad})
 
 

@@ -69,7 +69,7 @@ def test_the_same_text_agrees_with_or_without_logprobs():
 def test_the_tie_bound_is_checked_and_named():
     assert settings_of({})["parity_tie_nats"] == 0.5
     for bad in (-0.1, "half", True):
-        with pytest.raises(ExperimentError, match="smoke_test_parity_tie_nats must be a number of nats, 0 or more"):
+        with pytest.raises(ExperimentError, match="experiments_parity_tie_nats must be a number of nats, 0 or more"):
             settings_of({"parity_tie_nats": bad})
 
 

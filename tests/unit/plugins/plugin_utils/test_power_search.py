@@ -55,7 +55,7 @@ def test_steps_are_tried_highest_first_below_the_limit_the_gpus_run_at():
 
 
 @pytest.mark.parametrize("steps, gpus, message", [
-    ([100], GPUS, "smoke_test_power_limit_steps_w has 100 W, which GPU 0 .* does not accept: its power limit goes "
+    ([100], GPUS, "experiments_power_limit_steps_w has 100 W, which GPU 0 .* does not accept: its power limit goes "
                   "from 150 to 600 W"),
     ([650], GPUS, "has 650 W, which GPU 0"),
     (["lots"], GPUS, "each step must be a number of watts above 0"),

@@ -132,7 +132,7 @@ def test_the_pass_verdicts_are_those_the_smoke_test_writes():
     # smoke_test sets smoke_test_verdict from the one function of the run's states, whose serving ones these are.
     assert HEALTHY_VERDICTS == ("pass", "regression-rolled-back")
     tasks = (ROOT / "roles" / "smoke_test" / "tasks" / "report.yml").read_text()
-    assert "    smoke_test_verdict: >-\n      {{ (experiments_result.verdicts if experiments_result is defined else [])\n" \
+    assert "    smoke_test_verdict: >-\n      {{ smoke_test_report_experiments.verdicts | default([])\n" \
         "         | sm120.sglang.smoke_run_verdict(" in tasks
 
 
