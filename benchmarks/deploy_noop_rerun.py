@@ -49,7 +49,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = "localhost/sm120-systemd:bookworm"
 sys.path.insert(0, os.path.join(ROOT, "molecule", "resources"))
-import container_options  # noqa: E402  pylint: disable=wrong-import-position  (the test hosts' options, one file)
+# The test hosts' options, one file (molecule/resources/container.yml).
+import container_options  # noqa: E402  pylint: disable=wrong-import-position
 NETWORK = "sm120-bench"
 PREFIX = "sm120-bench-"
 RECAP = re.compile(r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)"

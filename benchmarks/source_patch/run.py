@@ -24,7 +24,8 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "molecule", "resources"))
-import container_options  # noqa: E402  pylint: disable=wrong-import-position  (the test hosts' options, one file)
+# The test hosts' options, one file (molecule/resources/container.yml).
+import container_options  # noqa: E402  pylint: disable=wrong-import-position
 VENV_BIN = os.path.join(ROOT, ".venv", "bin")
 HOST = "sm120-bench-source-patch"
 IMAGE = "localhost/sm120-systemd:bookworm"
