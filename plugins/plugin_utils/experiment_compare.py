@@ -156,7 +156,7 @@ def near_tie(baseline, candidate, tie_nats):
     if not (isinstance(left, list) and isinstance(right, list) and isinstance(top, list)):
         return None
     index = next((position for position, (one, other) in enumerate(zip(left, right)) if one != other), None)
-    if index is None or index >= len(top) or not isinstance(top[index], Mapping) or len(top[index]) < 2:
+    if index is None or index >= len(top) or not isinstance(top[index], Mapping):
         return None
     ranked = sorted(((float(logprob), token) for token, logprob in top[index].items() if logprob is not None),
                     reverse=True)
@@ -193,11 +193,9 @@ def parity_check(baseline_outputs, candidate_outputs, min_match=1.0, min_prefix=
     total = len(baseline_outputs)
     shares = [agreement(output_text(left), output_text(right))
               for left, right in zip(baseline_outputs, candidate_outputs)]
-    ties = {}
-    for index, share in enumerate(shares):
-        tie = near_tie(baseline_outputs[index], candidate_outputs[index], tie_nats) if share < min_prefix else None
-        if tie:
-            ties[index] = tie
+    ties = {index: near_tie(baseline_outputs[index], candidate_outputs[index], tie_nats)
+            for index, share in enumerate(shares) if share < min_prefix}
+    ties = {index: tie for index, tie in ties.items() if tie}
     mismatched = [index for index, share in enumerate(shares) if share < min_prefix and index not in ties]
     matched = total - len(mismatched)
     fraction = matched / total if total else 1.0

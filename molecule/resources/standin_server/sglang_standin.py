@@ -297,17 +297,19 @@ class Standin:
         """The text of a completion: count words picked by the prompt, or garbled ones."""
         if self.garbled:
             return [GARBLED] * count
-        seed = sum(ord(char) for char in prompt_text(body))
-        stable = int(round(count * self.stable_share))
+        seed, stable = self.word_seed(body, count)
         return [VOCABULARY[(seed + index * 7 + (self.start_seed * 5 if index >= stable else 0)) % len(VOCABULARY)]
                 for index in range(count)]
+
+    def word_seed(self, body, count):
+        """What picks a completion's words: the prompt's seed, and the first word two starts may differ at."""
+        return sum(ord(char) for char in prompt_text(body)), int(round(count * self.stable_share))
 
     def logprobs(self, body, count):
         """OpenAI's completions ``logprobs`` of the words(): each token and the two most likely a step, the margin
         between them a near-tie where two starts part and SURE_MARGIN elsewhere."""
         chosen = self.words(body, count)
-        seed = sum(ord(char) for char in prompt_text(body))
-        stable = int(round(count * self.stable_share))
+        seed, stable = self.word_seed(body, count)
         tie = float(os.environ.get("SGLANG_STANDIN_TIE_MARGIN", TIE_MARGIN))
         top = []
         for index, word in enumerate(chosen):
