@@ -107,21 +107,38 @@ NVFP4_SUFFIX = "-nvfp4"
 # The profile's loads (low: concurrency 4, high: 64; 1,024 tokens in, 256 out) with fewer requests a run.
 LOADS = {"low": {"concurrency": 4, "num_requests": 16, "input_tokens": 1024, "output_tokens": 256},
          "high": {"concurrency": 64, "num_requests": 128, "input_tokens": 1024, "output_tokens": 256}}
-# What SGLang 0.5.16 logs at each step of a start (the scheduler's lines carry " TP0" in their stamp).
+# What SGLang 0.5.16 logs at each step of a start (the scheduler's lines carry " TP0" in their stamp); its CUDA graph
+# lines name the graph ("Capture target decode CUDA graph begin", then the draft's "draft decode", "draft extend").
 MARKS = {
     "weights_begin": "Load weight begin",
     "weights_end": "Load weight end",
     "kv_cache": "KV Cache is allocated",
-    "graphs_begin": "Capture cuda graph begin",
-    "graphs_end": "Capture cuda graph end",
+    "graphs_begin": re.compile(r"Capture (\w+ )*CUDA graph begin", re.I),
+    "graphs_end": re.compile(r"Capture (\w+ )*CUDA graph end", re.I),
     "ready": "The server is fired up and ready to roll",
 }
+GRAPH_END = re.compile(r"Capture ((?:\w+ )*)CUDA graph end\. elapsed=([\d.]+) s")
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] (.*)$")
+# The weights' index make writes beside the config. The dummy loader reads no file, but the collection checks a
+# checkpoint for its MTP layer before a speculative restart (plugin_utils/model_config.py mtp_layer_problem reads the
+# index's weight_map for model.layers.<num_hidden_layers>.{eh_proj,enorm,hnorm,shared_head.norm}): the index names
+# that layer's weights, which the dummy loader does create, so that the check sees the layer the served model has.
+# The names are those of GLM-5's checkpoint for its NextN layer; the file they point to is not there and not read.
+NEXTN_WEIGHTS = ("eh_proj.weight", "enorm.weight", "hnorm.weight", "shared_head.norm.weight")
+INDEX_FILE = "model-dummy.safetensors"
 
 
 def config(nvfp4=False):
     """GLM5 with SCALED applied (and NVFP4_QUANTIZATION where nvfp4), the tokenizer's vocabulary set by make."""
     return dict(GLM5, **SCALED, **({"quantization_config": NVFP4_QUANTIZATION} if nvfp4 else {}))
+
+
+def weight_index(made):
+    """model.safetensors.index.json for a config: the NextN layer's weights (see NEXTN_WEIGHTS)."""
+    layer = "model.layers.%d." % made["num_hidden_layers"]
+    return {"metadata": {"note": "names the NextN layer for the collection's MTP check; --load-format dummy reads "
+                                 "no weights"},
+            "weight_map": {layer + name: INDEX_FILE for name in NEXTN_WEIGHTS}}
 
 
 def model_of(start, model):
@@ -140,6 +157,7 @@ def make(out, nvfp4=False):
     made = dict(config(nvfp4), vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
                 eos_token_id=tokenizer.eos_token_id)
     (partial / "config.json").write_text(json.dumps(made, indent=1) + "\n")
+    (partial / "model.safetensors.index.json").write_text(json.dumps(weight_index(made), indent=1) + "\n")
     for path in [partial, *partial.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     os.replace(partial, out)
@@ -148,7 +166,8 @@ def make(out, nvfp4=False):
 
 def timeline(log_text, started):
     """Seconds from the process's start to the first line of each MARK (and where each was seen twice, the second:
-    a speculative start loads and captures the draft's too)."""
+    a speculative start loads the draft's weights and KV cache too), and each CUDA graph's capture as SGLang timed it
+    (``graph_<name>_s``: the target's decode or verify graph, the draft's decode and extend)."""
     import datetime
 
     found = {}
@@ -158,10 +177,13 @@ def timeline(log_text, started):
             continue
         at = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
         for name, mark in MARKS.items():
-            if mark in match.group(2):
+            if (mark.search(match.group(2)) if hasattr(mark, "search") else mark in match.group(2)):
                 key = name if name not in found else name + "_2"
                 if key not in found:
                     found[key] = round(at - started, 1)
+        graph = GRAPH_END.search(match.group(2))
+        if graph:
+            found["graph_%s_s" % graph.group(1).strip().replace(" ", "_")] = float(graph.group(2))
     return found
 
 

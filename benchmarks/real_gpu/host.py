@@ -53,7 +53,9 @@ unless set), SM120_REAL_TUNING (the tuning options the experiments and rerun pha
 steps of the stepped knob ``continuous_decode_steps_2,continuous_decode_steps_4,continuous_decode_steps_8``;
 ``cuda_graph_max_bs_128,max_running_requests_64`` unless set). Another variable picks the model:
 SM120_REAL_PROFILE=llama-8b-random makes and serves a 5.8 B Llama (32 layers, hidden 4,096), whose decode the GPU
-limits rather than the server's host side:
+limits rather than the server's host side; SM120_REAL_PROFILE=glm5-arch-random GLM-5's architecture scaled down
+(glm5_arch.py) at the production profile's flags and loads, so that the deploy and the experiments (e.g.
+SM120_REAL_TUNING=mtp_nextn_1_2,mtp_nextn_2_3,mtp_nextn_3_4) run on the architecture users deploy:
 
     SM120_REAL_DEPLOY_TAGS=preflight,service SM120_REAL_COMPARE_LOADS=c64 \
         python3 benchmarks/real_gpu/host.py go --only model,deploy,compare --budget 330
@@ -108,6 +110,9 @@ PROFILES = {
     "llama-1b-random": {"shape": [], "compare_requests": "c1=16,c16=256,c64=512,c256=768"},
     "llama-8b-random": {"shape": ["--layers", "32", "--hidden", "4096"],
                         "compare_requests": "c1=6,c16=128,c64=384,c256=768"},
+    # GLM-5's architecture (issue 37), made by glm5_arch.py (the scaled GlmMoeDsaForCausalLM with its NextN layer,
+    # random weights through --load-format dummy) and served at the production profile's flags and loads.
+    "glm5-arch-random": {"maker": "glm5_arch.py", "compare_requests": "low=16,high=128"},
 }
 PROFILE = os.environ.get("SM120_REAL_PROFILE", "llama-1b-random")
 if PROFILE not in PROFILES:
@@ -255,9 +260,20 @@ def open_python_to_the_service_user():
 
 
 def phase_model():
+    glm5 = PROFILES[PROFILE].get("maker") == "glm5_arch.py"
     if REHEARSE:
         MODEL.mkdir(parents=True, exist_ok=True)
-        (MODEL / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}))
+        if glm5:
+            from glm5_arch import config, weight_index
+            made = dict(config(), vocab_size=32000)
+            (MODEL / "model.safetensors.index.json").write_text(json.dumps(weight_index(made)))
+        else:
+            made = {"architectures": ["LlamaForCausalLM"], "vocab_size": 32000}
+        (MODEL / "config.json").write_text(json.dumps(made))
+        return
+    if glm5:
+        # config.json, the tokenizer and the NextN layer's index (glm5_arch.py make says why each).
+        run([str(PYTHON), str(HERE / "glm5_arch.py"), "make", str(MODEL)], "model", env=tool_env())
         return
     run([str(PYTHON), str(HERE / "make_model.py"), str(MODEL)] + PROFILES[PROFILE]["shape"], "model", env=tool_env())
 
