@@ -14,7 +14,10 @@ the collection relies on the way SGLang 0.5.9 does:
   while ``/v1/models`` answers 200 from the moment it listens. The real SGLang
   0.5.16 of docs/evidence/real-sglang-h200.md refused for 55 to 135 s (imports,
   weights, CUDA graphs), then answered /v1/models 200 and /health 503 for 2 to
-  13 s (its own warm-up generation), then /health 200;
+  13 s (its own warm-up generation), then /health 200; on GLM-5's architecture
+  (docs/evidence/real-sglang-glm5-arch-h100-2026-12-06.md) it refused for 49 to
+  56 s a restart and 160 s a machine's first start (120 s of it compiling as it
+  captured the CUDA graphs), then /health 503 for 4.0 s (10.0 s the first start);
 - with ``--enable-metrics``, ``/metrics`` in Prometheus' text format under SGLang's
   names and labels (``sglang:prompt_tokens_total{engine_type="unified",model_name=...}``,
   ``sglang:generation_tokens_total``, ``sglang:num_requests_total``, the
@@ -85,8 +88,9 @@ once more than N requests are in flight}, "load_w": per-GPU draw under load,
 "util_pct": GPU utilisation under load, "wrong_output": true for garbled text,
 "accept_length": speculative decoding's mean accepted tokens per step, its rate
 that many times the rate of a step's cost by the requests running, "step_cost":
-[[running, factor], ...] (by default the cost measured on a real server,
-sglang_standin_gpu.DRAFT_STEP_COST), "first_token_hold_ms": the first token of
+[[running, factor], ...] (by default the cost measured on a real server:
+sglang_standin_gpu.MTP_STEP_COST for the model's own head by its draft steps,
+DRAFT_STEP_COST for a draft model of its own), "first_token_hold_ms": the first token of
 each request not before that long after it starts, the rest on their pace
 (more throughput with later first tokens, sglang_standin_gpu.first_token_hold_s),
 "raises" and "raises_from": the error the server exits with at start-up where

@@ -154,7 +154,7 @@ def effects(environ):
     factor], ...]), load_w and util_pct (what the GPUs
     draw and how busy they are under load), wrong_output (true: garbled text), accept_length (the mean accepted
     tokens per step /server_info reports while speculative decoding is asked for, and the tokens a step yields) with
-    step_cost ([[running, factor], ...], what a drafting step costs by the requests running, DRAFT_STEP_COST where
+    step_cost ([[running, factor], ...], what a drafting step costs by the requests running, draft_step_cost where
     unset); a tuning option's effect also says
     what makes it live: env (variable -> value) and flags (flag -> value) the server must have; an effect that
     names a release ("release": "0.5.22") is live where that SGLang release is installed.
@@ -172,6 +172,18 @@ def effects(environ):
 # running, 0.27 with 16, 0.065 with 256 (0.06-0.07 on two machines). Every running request drafts and verifies its
 # draft tokens each step, so a step costs more the larger the batch.
 DRAFT_STEP_COST = ((1, 0.39), (16, 0.27), (256, 0.065))
+# What a step of speculative decoding with the model's own MTP (NextN) head costs, by its draft steps and the requests
+# running, measured at accept length 1.00 (random weights: every draft rejected, so the ratio is the cost alone) on
+# GLM-5's architecture (benchmarks/real_gpu/glm5_arch.py: GlmMoeDsaForCausalLM at GLM-5's head sizes, 6 layers, its
+# one NextN layer) served by SGLang 0.5.16 on an H100 (docs/evidence/real-sglang-glm5-arch-h100-2026-12-06.md):
+# 1 step, the experiments role's own verdict through the collection, two runs a side, --max-running-requests 64:
+# 0.751 of the plain rate at 4 running (937.6 against 1,249.2 output tok/s) and 0.773 at 64 (6,207.8 against
+# 8,031.8); 3 steps, glm5_arch.py probe, one run: 0.549 at 4 (687.2 against 1,250.8). Unlike a draft model of its own
+# (DRAFT_STEP_COST), the head's draft costs about the same share of a step whatever the batch. 2 steps was not
+# measured: the mean of 1 and 3 at the same running count. On the real model the draft's one layer is 1/78 of the
+# target's depth, not 1/6, so these are the dearer end; the published gain of 3 steps (x1.41 at 64 streams with
+# accept lengths of 2.19-2.80 on 8 RTX PRO 6000) asks a step cost of 0.50 to 0.64, which 0.549 is within.
+MTP_STEP_COST = {1: ((4, 0.751), (64, 0.773)), 3: ((4, 0.549),)}
 
 
 def step_cost(points, in_flight):
@@ -188,10 +200,29 @@ def step_cost(points, in_flight):
     return points[-1][1]
 
 
+def draft_step_cost(flags, in_flight):
+    """The measured cost of a speculative step where an effect sets none: MTP_STEP_COST for the model's own head
+    (--speculative-algorithm NEXTN or EAGLE with no draft model) by its draft steps (--speculative-num-steps, else the
+    draft tokens less one); 2 steps the mean of 1 and 3; a draft model of its own, or steps not measured,
+    DRAFT_STEP_COST."""
+    algorithm = str(flags.get("--speculative-algorithm", "")).upper()
+    if algorithm not in ("NEXTN", "EAGLE") or flags.get("--speculative-draft-model-path"):
+        return step_cost(DRAFT_STEP_COST, in_flight)
+    steps = flags.get("--speculative-num-steps")
+    if steps is None and flags.get("--speculative-num-draft-tokens") is not None:
+        steps = int(flags["--speculative-num-draft-tokens"]) - 1
+    steps = int(steps) if steps is not None else None
+    if steps in MTP_STEP_COST:
+        return step_cost(MTP_STEP_COST[steps], in_flight)
+    if steps == 2:
+        return (step_cost(MTP_STEP_COST[1], in_flight) + step_cost(MTP_STEP_COST[3], in_flight)) / 2
+    return step_cost(DRAFT_STEP_COST, in_flight)
+
+
 def speed_of(effect, in_flight=1):
     """One live experiment's factor on the rate: its speed, or speed_above's once more requests are in flight;
     speculative decoding's (an effect with an accept_length) is the tokens each step yields times what the step
-    costs at the requests running: accept_length x step_cost(step_cost points, or the measured DRAFT_STEP_COST).
+    costs at the requests running: accept_length x step_cost(step_cost points, or the measured draft_step_cost).
 
     speed_above: {"in_flight": N, "speed": factor} plays an experiment that helps
     at low concurrency and hurts at high (or the other way round); speed_by_running ([[running, factor], ...],
@@ -204,7 +235,8 @@ def speed_of(effect, in_flight=1):
     if effect.get("speed_by_running"):
         speed *= step_cost(effect["speed_by_running"], in_flight)
     if "accept_length" in effect:
-        speed *= float(effect["accept_length"]) * step_cost(effect.get("step_cost") or DRAFT_STEP_COST, in_flight)
+        speed *= float(effect["accept_length"]) * (step_cost(effect["step_cost"], in_flight) if effect.get("step_cost")
+                                                   else draft_step_cost(effect.get("flags") or {}, in_flight))
     return speed
 
 

@@ -390,6 +390,34 @@ def test_speculative_decoding_yields_its_accept_length_at_the_measured_cost_of_a
     assert gpu.tokens_per_second(["mtp"], mtp, in_flight=8) == pytest.approx(base * 0.75)
 
 
+def test_the_model_s_own_head_drafts_at_the_cost_measured_on_glm_5_s_architecture():
+    gpu = _load_standin_gpu()
+    # docs/evidence/real-sglang-glm5-arch-h100-2026-12-06.md, accept length 1.00: 1 draft step 937.6 of 1,249.2
+    # output tok/s at 4 running and 6,207.8 of 8,031.8 at 64; 3 steps 687.2 of 1,250.8 at 4.
+    assert gpu.MTP_STEP_COST[1] == ((4, round(937.6 / 1249.2, 3)), (64, round(6207.8 / 8031.8, 3)))
+    assert gpu.MTP_STEP_COST[3] == ((4, round(687.2 / 1250.8, 3)),)
+    base = gpu.tokens_per_second()
+
+    def rate(flags, in_flight, accept=1.0):
+        effect = {"mtp": {"accept_length": accept, "flags": flags}}
+        return gpu.tokens_per_second(["mtp"], effect, in_flight=in_flight) / base
+
+    one = {"--speculative-algorithm": "NEXTN", "--speculative-num-draft-tokens": 2}
+    three = {"--speculative-algorithm": "NEXTN", "--speculative-num-steps": 3, "--speculative-num-draft-tokens": 4}
+    assert rate(one, 4) == pytest.approx(0.751) and rate(one, 64) == pytest.approx(0.773)
+    assert rate(one, 1) == pytest.approx(0.751) and rate(one, 256) == pytest.approx(0.773)
+    assert rate(three, 4) == pytest.approx(0.549) and rate(three, 64) == pytest.approx(0.549)
+    # 2 steps, not measured: the mean of 1 and 3.
+    assert rate({"--speculative-algorithm": "NEXTN", "--speculative-num-draft-tokens": 3}, 4) == pytest.approx(0.65)
+    # Accepted drafts multiply it: 3 steps at GLM-5's accept length of 2.5 on RTX PRO 6000 gain x1.37.
+    assert rate(three, 64, accept=2.5) == pytest.approx(1.3725)
+    # A draft model of its own, and steps not measured, keep the draft model's cost.
+    own = {"--speculative-algorithm": "EAGLE", "--speculative-draft-model-path": "/m", "--speculative-num-steps": 1}
+    assert rate(own, 16) == pytest.approx(0.27)
+    assert rate({"--speculative-algorithm": "NEXTN", "--speculative-num-steps": 5}, 16) == pytest.approx(0.27)
+    assert rate({"--speculative-algorithm": "STANDALONE", "--speculative-num-steps": 1}, 16) == pytest.approx(0.27)
+
+
 def test_a_first_token_hold_delays_the_first_token_and_not_the_end_of_the_request():
     gpu = _load_standin_gpu()
     # --num-continuous-decode-steps: decode steps run on while a new request waits for its prefill.
