@@ -113,16 +113,20 @@ def _tasks(play_path):
 
 def test_the_deploy_play_publishes_the_settings_first_for_every_tag_and_hands_them_to_the_smoke_test():
     tasks = _tasks(ROOT / "playbooks" / "deploy.yml")
-    includes = [task for task in tasks if "ansible.builtin.include_role" in task]
-    first = includes[0]
-    assert first["ansible.builtin.include_role"]["name"] == "sm120.sglang.experiments"
-    assert first["ansible.builtin.include_role"]["tasks_from"] == "settings"
-    assert first["tags"] == ["always"] and first["ansible.builtin.include_role"]["apply"]["tags"] == ["always"]
-    block = [task for task in tasks if task.get("name") == "Measure, decide, judge and report"][0]["block"]
+    roles = [task for task in tasks if "ansible.builtin.include_role" in task or "ansible.builtin.import_role" in task]
+    first = roles[0]
+    # Imported, not included: it runs on every deploy and an include would be a task more a host.
+    assert first["ansible.builtin.import_role"]["name"] == "sm120.sglang.experiments"
+    assert first["ansible.builtin.import_role"]["tasks_from"] == "settings"
+    assert first["tags"] == ["always"]
+    [phase] = [task for task in tasks if task.get("name") == "Measure, decide, judge and report"]
+    assert phase["ansible.builtin.include_tasks"] == {"file": "tasks/smoke.yml", "apply": {"tags": ["smoke"]}}
+    assert phase["tags"] == ["smoke"]
+    block = yaml.safe_load((ROOT / "playbooks" / "tasks" / "smoke.yml").read_text())
     smoke = [task for task in block
-             if task.get("ansible.builtin.include_role", {}).get("name") == "sm120.sglang.smoke_test"][0]
-    assert smoke["ansible.builtin.include_role"]["name"] == "sm120.sglang.smoke_test"
+             if task.get("ansible.builtin.import_role", {}).get("name") == "sm120.sglang.smoke_test"][0]
+    assert "tasks_from" not in smoke["ansible.builtin.import_role"]
     assert smoke["vars"]["smoke_test_from_experiments"] == "{{ experiments_settings | combine(experiments_run) }}"
     # This run's experiments, named by their owner before the smoke test measures their baseline.
-    order = block[block.index(smoke) - 1]["ansible.builtin.include_role"]
+    order = block[block.index(smoke) - 1]["ansible.builtin.import_role"]
     assert (order["name"], order["tasks_from"]) == ("sm120.sglang.experiments", "order")

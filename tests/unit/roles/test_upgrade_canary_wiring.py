@@ -3,7 +3,7 @@
 """The upgrade canary is the deploy play's judgment (issue 39): it compares the smoke test's result with the baseline
 the smoke test publishes for the release the play replaced, and hands its verdict to the smoke test's report and the
 power search's condition; the smoke test reads no other role's variable for it. Templated here by Ansible's Templar
-from playbooks/deploy.yml itself, with the function's own tests in tests/unit/plugins/plugin_utils/test_upgrade.py."""
+from the deploy play's own smoke phase (playbooks/tasks/smoke.yml), with the function's own tests in tests/unit/plugins/plugin_utils/test_upgrade.py."""
 
 from __future__ import annotations
 
@@ -24,9 +24,8 @@ SETTINGS = {"tolerance": 0.03, "noise_multiple": 2.0, "loads": {
 
 
 def _smoke_block():
-    plays = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())
-    return [task for play in plays for task in play.get("tasks") or []
-            if task.get("name") == "Measure, decide, judge and report"][0]["block"]
+    """The smoke phase's steps, the task file playbooks/deploy.yml includes for it."""
+    return yaml.safe_load((ROOT / "playbooks" / "tasks" / "smoke.yml").read_text())
 
 
 def _task(name):
