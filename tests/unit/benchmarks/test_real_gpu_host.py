@@ -214,3 +214,30 @@ def test_a_pid_reused_by_another_process_is_not_the_run_under_way(tmp_path, monk
         child.kill()
         child.wait()
     assert host.running() is None
+
+
+def test_the_glm5_harness_profile_is_the_production_profile_but_for_its_listed_exceptions():
+    import yaml
+
+    production = yaml.safe_load((ROOT / "roles" / "sglang_service" / "vars" / "profiles.yml").read_text())
+    production = production["__sglang_service_builtin_profiles"]["glm-5-nvfp4"]
+    harness = yaml.safe_load((HARNESS / "inventory" / "group_vars" / "gpu_hosts.yml").read_text())
+    harness = harness["sglang_service_profiles"]["glm5-arch-random"]
+    assert _host().PROFILES["glm5-arch-random"]["maker"] == "glm5_arch.py"
+    assert harness["architecture"] == production["architecture"] == "GlmMoeDsaForCausalLM"
+    assert harness["kv_cache_dtype"] == production["kv_cache_dtype"] == "bf16"
+    # Every production flag but the NVFP4 quantization (the random weights are BF16), with its value.
+    for flag, value in production["arguments"].items():
+        if flag != "--quantization":
+            assert harness["arguments"][flag] == value, flag
+    assert "--quantization" not in harness["arguments"]
+    # The additions are the ones the inventory explains: dummy weights, DSA's carried backends, the graphs' bound.
+    added = set(harness["arguments"]) - set(production["arguments"])
+    assert added == {"--load-format", "--dsa-prefill-backend", "--dsa-decode-backend", "--cuda-graph-max-bs"}
+    assert harness["env"] == {"SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD": "0"}
+    # The loads: the production profile's concurrency, tokens and objectives, at half the requests.
+    assert set(harness["loads"]) == set(production["loads"])
+    for name, load in production["loads"].items():
+        assert {k: v for k, v in harness["loads"][name].items() if k != "num_requests"} == {
+            k: v for k, v in load.items() if k != "num_requests"}
+        assert harness["loads"][name]["num_requests"] * 2 == load["num_requests"]

@@ -64,20 +64,37 @@ def test_every_start_is_a_command_line_sglang_0_5_16_takes(start):
 
 
 def test_the_timeline_is_read_from_sglangs_log_lines_and_a_second_load_is_the_drafts():
-    started = datetime.datetime(2026, 12, 5, 20, 0, 0).timestamp()
+    # SGLang 0.5.16's own lines, from the mtp_3_4 start on the H100
+    # (docs/evidence/real-sglang-glm5-arch-h100-2026-12-06/probe/logs/mtp_3_4.log), shortened after the figures.
+    started = datetime.datetime(2026, 12, 6, 2, 29, 50).timestamp()
     log = "\n".join([
-        "[2026-12-05 20:00:09 TP0] Load weight begin. avail mem=78.2 GB",
-        "[2026-12-05 20:00:21 TP0] Load weight end. type=GlmMoeDsaForCausalLM, dtype=torch.bfloat16",
-        "[2026-12-05 20:00:22 TP0] KV Cache is allocated. #tokens: 400000",
-        "[2026-12-05 20:00:23 TP0] Capture cuda graph begin. This can take up to several minutes.",
-        "[2026-12-05 20:00:51 TP0] Capture cuda graph end. Time elapsed: 28.0 s.",
-        "[2026-12-05 20:00:52 TP0] Load weight begin. avail mem=20.1 GB",
+        "[2026-12-06 02:30:06] Load weight begin. avail mem=78.47 GB",
+        "[2026-12-06 02:30:07] Load weight end. elapsed=0.08 s, type=GlmMoeDsaForCausalLM, avail mem=67.43 GB",
+        "[2026-12-06 02:30:07] Load weight begin. avail mem=67.43 GB",
+        "[2026-12-06 02:30:07] Load weight end. elapsed=0.01 s, type=GlmMoeDsaForCausalLMNextN, avail mem=64.05 GB",
+        "[2026-12-06 02:30:07] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 6102400, KV size: 43.78 GB",
+        "[2026-12-06 02:30:07] Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=4",
+        "[2026-12-06 02:30:12] Capture target verify CUDA graph end. elapsed=4.41 s, mem usage=0.21 GB",
+        "[2026-12-06 02:30:12] Capture draft decode CUDA graph begin. backend=full, num_tokens_per_req=1",
+        "[2026-12-06 02:30:20] Capture draft decode CUDA graph end. elapsed=8.28 s, mem usage=0.13 GB",
         "a line without a stamp: Load weight end",
-        "[2026-12-05 20:01:05] The server is fired up and ready to roll!",
+        "[2026-12-06 02:30:32] The server is fired up and ready to roll!",
     ])
     assert glm5_arch.timeline(log, started) == {
-        "weights_begin": 9.0, "weights_end": 21.0, "kv_cache": 22.0, "graphs_begin": 23.0, "graphs_end": 51.0,
-        "weights_begin_2": 52.0, "ready": 65.0}
+        "weights_begin": 16.0, "weights_end": 17.0, "weights_begin_2": 17.0, "weights_end_2": 17.0,
+        "kv_cache": 17.0, "graphs_begin": 17.0, "graphs_end": 22.0, "graph_target_verify_s": 4.41,
+        "graphs_begin_2": 22.0, "graphs_end_2": 30.0, "graph_draft_decode_s": 8.28, "ready": 42.0}
+
+
+def test_the_weight_index_names_the_nextn_layer_the_collection_s_mtp_check_looks_for():
+    from ansible_collections.sm120.sglang.plugins.plugin_utils.model_config import mtp_layer_problem
+
+    made = glm5_arch.config()
+    index = glm5_arch.weight_index(made)
+    assert mtp_layer_problem(made, index, "/m") == ""
+    # Without the index, or for a config whose layers it does not name, the check refuses speculative decoding.
+    assert "no model.safetensors.index.json" in mtp_layer_problem(made, None, "/m")
+    assert "no weights of its MTP layer" in mtp_layer_problem(dict(made, num_hidden_layers=7), index, "/m")
 
 
 def excluded(name, patterns):
