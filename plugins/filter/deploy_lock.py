@@ -13,6 +13,6 @@ class FilterModule:
     def filters(self):
         refuse = refusing(deploy_lock.DeployLockError)
         return {
-            "deploy_lock_run": refuse(deploy_lock.run_of),
+            "deploy_lock_run": refuse(by_name(deploy_lock.run_of, "deploy_lock_run")),
             "deploy_lock_decision": refuse(by_name(deploy_lock.decide, "deploy_lock_decision")),
         }
