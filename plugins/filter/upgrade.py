@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments
 from ansible_collections.sm120.sglang.plugins.plugin_utils import upgrade
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
-upgrade_verdict = refusing(experiments.ExperimentError)(upgrade.upgrade_verdict)
+upgrade_verdict = refusing(experiments.ExperimentError)(by_name(upgrade.upgrade_verdict, "upgrade_verdict"))
 
 
 class FilterModule:
