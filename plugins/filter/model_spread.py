@@ -7,11 +7,14 @@ from __future__ import annotations
 from ansible_collections.sm120.sglang.plugins.plugin_utils import model_spread
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
+_refusing = refusing(model_spread.SpreadError)
+
 
 class FilterModule:
     def filters(self):
+        # Each takes its input and one mapping of the pure function's other arguments by name.
         return {
-            "sglang_service_model_spread": refusing(model_spread.SpreadError)(by_name(model_spread.spread_plan, "sglang_service_model_spread")),
-            "sglang_service_model_disk_problem": refusing(model_spread.SpreadError)(by_name(model_spread.disk_problem, "sglang_service_model_disk_problem")),
-            "sglang_service_model_take_problem": refusing(model_spread.SpreadError)(model_spread.take_problem),
+            "sglang_service_model_spread": _refusing(by_name(model_spread.spread_plan, "sglang_service_model_spread")),
+            "sglang_service_model_disk_problem": _refusing(by_name(model_spread.disk_problem, "sglang_service_model_disk_problem")),
+            "sglang_service_model_take_problem": _refusing(by_name(model_spread.take_problem, "sglang_service_model_take_problem")),
         }

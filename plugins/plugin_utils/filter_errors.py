@@ -10,6 +10,9 @@ import inspect
 
 from ansible.errors import AnsibleFilterError
 
+# by_name's mapping when the call leaves it out; a call that passes null instead gets "takes one mapping".
+_LEFT_OUT = object()
+
 
 def refusing(*errors):
     """A decorator: the function, any of ``errors`` it raises re-raised as AnsibleFilterError with its message."""
@@ -34,23 +37,29 @@ def named_arguments(name, given, required, optional=()):
     missing = [key for key in required if key not in given]
     unknown = sorted(key for key in given if key not in required and key not in optional)
     if missing or unknown:
-        raise AnsibleFilterError("%s: %s; it takes %s (and %s where wanted)" % (
+        # A filter whose every name is optional takes "any of" them (not "it takes  (and ... where wanted)").
+        takes = ("%s (and %s where wanted)" % (", ".join(required), ", ".join(optional) or "nothing more") if required
+                 else "any of %s, each where wanted" % ", ".join(optional))
+        raise AnsibleFilterError("%s: %s; it takes %s" % (
             name, "; ".join(part for part in ("missing " + ", ".join(missing) if missing else "",
                                               "unknown " + ", ".join(unknown) if unknown else "") if part),
-            ", ".join(required), ", ".join(optional) or "nothing more"))
+            takes))
     return dict(given)
 
 
 def by_name(function, name=None):
     """``function`` as a filter of two arguments, its input and one mapping of the rest by name: a filter of more
     than four arguments is read by name at its call (``x | f({'a': 1, 'b': 2})``) rather than by place. The names
-    without a default in ``function``'s signature are required, the others optional."""
+    without a default in ``function``'s signature are required, the others optional. The mapping left out is an
+    empty one: a filter whose every name is optional runs on its defaults (``x | f``), one with required names fails
+    naming them, rather than with Python's TypeError."""
     parameters = list(inspect.signature(function).parameters.values())[1:]
     required = tuple(p.name for p in parameters if p.default is inspect.Parameter.empty)
     optional = tuple(p.name for p in parameters if p.default is not inspect.Parameter.empty)
     label = name or function.__name__
 
     @functools.wraps(function)
-    def run_filter(value, arguments):
-        return function(value, **named_arguments(label, arguments, required, optional))
+    def run_filter(value, arguments=_LEFT_OUT):
+        given = {} if arguments is _LEFT_OUT else arguments
+        return function(value, **named_arguments(label, given, required, optional))
     return run_filter
