@@ -34,23 +34,31 @@ def named_arguments(name, given, required, optional=()):
     missing = [key for key in required if key not in given]
     unknown = sorted(key for key in given if key not in required and key not in optional)
     if missing or unknown:
-        raise AnsibleFilterError("%s: %s; it takes %s (and %s where wanted)" % (
+        takes = ("%s (and %s where wanted)" % (", ".join(required), ", ".join(optional) or "nothing more") if required
+                 else "%s, each where wanted" % ", ".join(optional))
+        raise AnsibleFilterError("%s: %s; it takes %s" % (
             name, "; ".join(part for part in ("missing " + ", ".join(missing) if missing else "",
                                               "unknown " + ", ".join(unknown) if unknown else "") if part),
-            ", ".join(required), ", ".join(optional) or "nothing more"))
+            takes))
     return dict(given)
 
 
 def by_name(function, name=None):
     """``function`` as a filter of two arguments, its input and one mapping of the rest by name: a filter of more
     than four arguments is read by name at its call (``x | f({'a': 1, 'b': 2})``) rather than by place. The names
-    without a default in ``function``'s signature are required, the others optional."""
+    without a default in ``function``'s signature are required, the others optional. The mapping left out counts as
+    an empty one: ``x | f`` serves where every name is optional, else fails naming those missing. More than one
+    argument after the input, a call by place, fails naming the filter and how to call it by name."""
     parameters = list(inspect.signature(function).parameters.values())[1:]
     required = tuple(p.name for p in parameters if p.default is inspect.Parameter.empty)
     optional = tuple(p.name for p in parameters if p.default is not inspect.Parameter.empty)
     label = name or function.__name__
 
     @functools.wraps(function)
-    def run_filter(value, arguments):
-        return function(value, **named_arguments(label, arguments, required, optional))
+    def run_filter(value, *arguments):
+        if len(arguments) > 1:
+            raise AnsibleFilterError("%s takes its input and one mapping of %s by name (x | %s({'%s': ...})); got %d "
+                                     "arguments after its input" % (label, ", ".join(required + optional), label,
+                                                                    (required + optional)[0], len(arguments)))
+        return function(value, **named_arguments(label, arguments[0] if arguments else {}, required, optional))
     return run_filter
