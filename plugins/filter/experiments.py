@@ -79,9 +79,9 @@ class FilterModule:
             "experiment_step": _wrap(by_name(experiment_step)),
             "experiment_config_key": _wrap(ex.config_key),
             "experiment_measurement": _wrap(by_name(experiment_measurement)),
-            "experiment_memory_key": _wrap(ex.memory_key),
+            "experiment_memory_key": _wrap(by_name(ex.memory_key, "experiment_memory_key")),
             "experiment_remember": _wrap(experiment_remember),
-            "experiment_switch": _wrap(ex.switch_to),
+            "experiment_switch": _wrap(by_name(ex.switch_to, "experiment_switch")),
             "experiment_switch_problem": _wrap(ex.switch_problem),
             "experiment_rejections": _wrap(ex.rejections),
             "experiment_rejected_record": _wrap(ex.rejected_record),
@@ -97,5 +97,5 @@ class FilterModule:
             "experiments_decision_order": _wrap(experiments_decision_order),
             "experiments_decided_by_smoke": _wrap(ex.smoke_decides),
             "experiments_deprecated_names": _wrap(experiments_deprecated_names),
-            "tuning_settings": _wrap(experiment_data.tuning_settings),
+            "tuning_settings": _wrap(by_name(experiment_data.tuning_settings, "tuning_settings")),
         }

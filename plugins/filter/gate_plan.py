@@ -43,7 +43,7 @@ def _gate_ledger(results, previous, planned, facts, python, now):
 class FilterModule:
     def filters(self):
         return {
-            "gate_plan": _wrap(_gate_plan),
+            "gate_plan": _wrap(by_name(_gate_plan, "gate_plan")),
             "release_inputs": _wrap(_release_inputs),
             "gate_ledger": _wrap(by_name(_gate_ledger, "gate_ledger")),
             "sglang_driver_problem": _wrap(_driver_problem),

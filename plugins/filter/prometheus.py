@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 # Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
+# prometheus_alert_rules and prometheus_scrape_config take their input and one mapping of the rest by name (by_name):
+# a call of eight or twelve values beside its input says what each is, and a name missing or unknown fails naming it.
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import alert_rules, grafana_dashboard, prometheus_config
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
 _wrap = refusing(alert_rules.AlertRulesError, prometheus_config.ScrapeConfigError)
 
@@ -19,9 +21,9 @@ def _counters(_input=None):
 class FilterModule:
     def filters(self):
         return {
-            "prometheus_alert_rules": _wrap(alert_rules.alert_rules),
+            "prometheus_alert_rules": _wrap(by_name(alert_rules.alert_rules, "prometheus_alert_rules")),
             "prometheus_dcgm_counters": _counters,
-            "prometheus_scrape_config": _wrap(prometheus_config.scrape_config),
+            "prometheus_scrape_config": _wrap(by_name(prometheus_config.scrape_config, "prometheus_scrape_config")),
             "prometheus_grafana_dashboard": _wrap(grafana_dashboard.dashboard),
             "prometheus_grafana_provisioning": _wrap(grafana_dashboard.provisioning),
             "prometheus_published_loads": prometheus_config.published_loads,

@@ -10,9 +10,6 @@ import inspect
 
 from ansible.errors import AnsibleFilterError
 
-# by_name's mapping when the call leaves it out; a call that passes null instead gets "takes one mapping".
-_LEFT_OUT = object()
-
 
 def refusing(*errors):
     """A decorator: the function, any of ``errors`` it raises re-raised as AnsibleFilterError with its message."""
@@ -50,16 +47,21 @@ def named_arguments(name, given, required, optional=()):
 def by_name(function, name=None):
     """``function`` as a filter of two arguments, its input and one mapping of the rest by name: a filter of more
     than four arguments is read by name at its call (``x | f({'a': 1, 'b': 2})``) rather than by place. The names
-    without a default in ``function``'s signature are required, the others optional. The mapping left out is an
-    empty one: a filter whose every name is optional runs on its defaults (``x | f``), one with required names fails
-    naming them, rather than with Python's TypeError."""
+    without a default in ``function``'s signature are required, the others optional. The mapping left out counts as
+    an empty one: ``x | f`` serves where every name is optional, else fails naming those missing. More than one
+    argument after the input, a call by place, fails naming the filter and how to call it by name."""
     parameters = list(inspect.signature(function).parameters.values())[1:]
     required = tuple(p.name for p in parameters if p.default is inspect.Parameter.empty)
     optional = tuple(p.name for p in parameters if p.default is not inspect.Parameter.empty)
     label = name or function.__name__
 
     @functools.wraps(function)
-    def run_filter(value, arguments=_LEFT_OUT):
-        given = {} if arguments is _LEFT_OUT else arguments
-        return function(value, **named_arguments(label, given, required, optional))
+    def run_filter(value, *arguments):
+        if len(arguments) > 1:
+            raise AnsibleFilterError("%s takes its input and one mapping of %s by name (x | %s({'%s': ...})); got %d "
+                                     "arguments after its input" % (label, ", ".join(required + optional), label,
+                                                                    (required + optional)[0], len(arguments)))
+        return function(value, **named_arguments(label, arguments[0] if arguments else {}, required, optional))
+    # What tests/unit/plugins/filter/test_filter_arguments.py reads: this filter takes its input and one mapping.
+    run_filter.takes_mapping = True
     return run_filter

@@ -130,7 +130,7 @@ def test_a_bad_objective_is_refused_as_the_experiments_refuse_it():
 
 def test_the_filter_refuses_with_the_functions_message():
     with pytest.raises(AnsibleFilterError, match="window must be a Prometheus duration"):
-        FilterModule().filters()["prometheus_alert_rules"](GLM5_LOADS, window="soon")
+        FilterModule().filters()["prometheus_alert_rules"](GLM5_LOADS, {"window": "soon"})
 
 
 def test_the_counters_file_lists_every_dcgm_field_the_rules_read():
