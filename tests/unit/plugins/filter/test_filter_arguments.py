@@ -44,7 +44,7 @@ def test_the_filters_are_found():
     assert len(FOUND) > 80
 
 
-@pytest.mark.parametrize("name,function", FOUND, ids=[name for name, _ in FOUND])
+@pytest.mark.parametrize("name,function", FOUND, ids=[entry[0] for entry in FOUND])
 def test_a_filter_takes_at_most_four_arguments_with_its_input(name, function):
     arguments = _arguments(function)
     assert len(arguments) <= 4, "%s takes %d arguments (%s): take one mapping of named keys instead" % (
