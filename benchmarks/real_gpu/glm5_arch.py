@@ -109,14 +109,14 @@ LOADS = {"low": {"concurrency": 4, "num_requests": 16, "input_tokens": 1024, "ou
          "high": {"concurrency": 64, "num_requests": 128, "input_tokens": 1024, "output_tokens": 256}}
 # What SGLang 0.5.16 logs at each step of a start (the scheduler's lines carry " TP0" in their stamp); its CUDA graph
 # lines name the graph ("Capture target decode CUDA graph begin", then the draft's "draft decode", "draft extend").
-MARKS = {
-    "weights_begin": "Load weight begin",
-    "weights_end": "Load weight end",
-    "kv_cache": "KV Cache is allocated",
-    "graphs_begin": re.compile(r"Capture (\w+ )*CUDA graph begin", re.I),
-    "graphs_end": re.compile(r"Capture (\w+ )*CUDA graph end", re.I),
-    "ready": "The server is fired up and ready to roll",
-}
+MARKS = {name: re.compile(pattern, re.I) for name, pattern in {
+    "weights_begin": r"Load weight begin",
+    "weights_end": r"Load weight end",
+    "kv_cache": r"KV Cache is allocated",
+    "graphs_begin": r"Capture (\w+ )*CUDA graph begin",
+    "graphs_end": r"Capture (\w+ )*CUDA graph end",
+    "ready": r"The server is fired up and ready to roll",
+}.items()}
 GRAPH_END = re.compile(r"Capture ((?:\w+ )*)CUDA graph end\. elapsed=([\d.]+) s")
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] (.*)$")
 # The weights' index make writes beside the config. The dummy loader reads no file, but the collection checks a
@@ -177,7 +177,7 @@ def timeline(log_text, started):
             continue
         at = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
         for name, mark in MARKS.items():
-            if (mark.search(match.group(2)) if hasattr(mark, "search") else mark in match.group(2)):
+            if mark.search(match.group(2)):
                 key = name if name not in found else name + "_2"
                 if key not in found:
                     found[key] = round(at - started, 1)

@@ -5,24 +5,14 @@ from __future__ import annotations
 
 # Several filters in one file, each documented in its own sidecar .yml of the same name beside this file.
 
-from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, experiment_io, experiment_settings
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiments as ex
 
 
-def _wrap(function):
-    def run_filter(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except (ex.ExperimentError, experiment_data.ExperimentDataError) as exc:
-            raise AnsibleFilterError(str(exc))
-
-    run_filter.__name__ = function.__name__
-    run_filter.__doc__ = function.__doc__
-    return run_filter
+_wrap = refusing(ex.ExperimentError, experiment_data.ExperimentDataError)
 
 
 def experiments_deprecated_names(defined):

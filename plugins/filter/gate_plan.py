@@ -5,19 +5,11 @@ from __future__ import annotations
 
 # Documented in the .yml files of the same names beside this file.
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_plan, sglang_releases
-from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
 
-def _wrap(function):
-    def call(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except sglang_releases.ReleaseDataError as exc:
-            raise AnsibleFilterError(str(exc))
-    return call
+_wrap = refusing(sglang_releases.ReleaseDataError)
 
 
 def _gate_plan(enabled, version, installed=None, tp_size=None, turned_off=None):

@@ -5,22 +5,12 @@ from __future__ import annotations
 
 # Two filters in one file, each documented in its own sidecar .yml of the same name beside this file.
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.sm120.sglang.plugins.plugin_utils import power_search as ps
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import ExperimentError
+from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import refusing
 
 
-def _wrap(function):
-    def run_filter(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except ExperimentError as exc:
-            raise AnsibleFilterError(str(exc))
-
-    run_filter.__name__ = function.__name__
-    run_filter.__doc__ = function.__doc__
-    return run_filter
+_wrap = refusing(ExperimentError)
 
 
 def power_search_step(measurements, steps, baseline, settings):
