@@ -100,9 +100,14 @@ STARTS = {
     # The profile's --quantization on the NVFP4 config (make --nvfp4): 0.5.16 runs an NVFP4 MoE below SM100 through
     # Marlin where the MoE runner is auto.
     "nvfp4": ["--quantization", "modelopt_fp4"],
+    # The MoE runners the release data names for NVFP4 (item 4 of issue 37): data/sglang_releases.yml moe_runner_sm120
+    # (flashinfer_cutlass, which SGLang itself picks on SM120 from 0.5.13) and data/experiments.yml moe_runner_cutlass
+    # (sgl-kernel's cutlass_moe_fp4, which the data refuses from 0.5.16), each named on the NVFP4 config.
+    "nvfp4_moe_flashinfer_cutlass": ["--quantization", "modelopt_fp4", "--moe-runner-backend", "flashinfer_cutlass"],
+    "nvfp4_moe_cutlass": ["--quantization", "modelopt_fp4", "--moe-runner-backend", "cutlass"],
 }
 # The starts that serve the NVFP4 config (the directory make --nvfp4 writes, the model's name + NVFP4_SUFFIX).
-NVFP4_STARTS = {"nvfp4"}
+NVFP4_STARTS = {"nvfp4", "nvfp4_moe_flashinfer_cutlass", "nvfp4_moe_cutlass"}
 NVFP4_SUFFIX = "-nvfp4"
 # The profile's loads (low: concurrency 4, high: 64; 1,024 tokens in, 256 out) with fewer requests a run.
 LOADS = {"low": {"concurrency": 4, "num_requests": 16, "input_tokens": 1024, "output_tokens": 256},
@@ -192,8 +197,35 @@ def get(url, timeout=5):
         return response.status, response.read()
 
 
-def wait_ready(url, process, limit):
+# What a start that is slow to answer is doing, sampled while it is waited for: the GPU's utilisation and power
+# (busy at the GPU, or underfed) and the compilers running beside the server (a kernel built just in time on the
+# host: the nvfp4 start's first decode graph took no step in 200 s on 2026-12-06).
+COMPILERS = ("nvcc", "cicc", "ptxas", "fatbinary", "nvlink", "gcc", "g++", "c++", "cc1plus", "ninja", "ld")
+SAMPLE_EVERY_S = 20
+
+
+def _output(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def compilers_running():
+    return sorted({name for name in _output(["ps", "-eo", "comm="]).split() if name in COMPILERS})
+
+
+def gpu_now():
+    """The first GPU's utilisation (%), power (W) and memory used (MiB), {} where nvidia-smi does not answer."""
+    lines = _output(["nvidia-smi", "--query-gpu=utilization.gpu,power.draw,memory.used",
+                     "--format=csv,noheader,nounits"]).splitlines()
+    return dict(zip(("util_pct", "power_w", "memory_mib"), (field.strip() for field in lines[0].split(",")))) \
+        if lines else {}
+
+
+def wait_ready(url, process, limit, samples=None):
     began = time.monotonic()
+    sampled = -SAMPLE_EVERY_S
     while time.monotonic() - began < limit:
         if process.poll() is not None:
             return "exited with %d" % process.returncode
@@ -202,6 +234,10 @@ def wait_ready(url, process, limit):
                 return None
         except (OSError, urllib.error.URLError):
             pass
+        elapsed = time.monotonic() - began
+        if samples is not None and elapsed - sampled >= SAMPLE_EVERY_S:
+            sampled = elapsed
+            samples.append(dict(gpu_now(), t_s=round(elapsed), compilers=compilers_running()))
         time.sleep(2)
     return "not healthy within %d s" % limit
 
@@ -270,9 +306,9 @@ def probe_one(name, model, port, logs, limit):
     with open(log_path, "wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                    env=dict(os.environ, **PROFILE_ENV))
-    record = {"start": name, "argv": argv[3:], "env": PROFILE_ENV, "began": started}
+    record = {"start": name, "argv": argv[3:], "env": PROFILE_ENV, "began": started, "waiting": []}
     try:
-        problem = wait_ready(url, process, limit)
+        problem = wait_ready(url, process, limit, record["waiting"])
         record["up_s"] = round(time.time() - started, 1)
         if problem:
             record["error"] = problem

@@ -38,8 +38,9 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
                also steps-4, --num-continuous-decode-steps 4 without drafting; /server_info of each start (not in
                a plain run: --only ...,speculative)
   glm5         GLM-5's architecture (glm5_arch.py): a scaled-down GlmMoeDsaForCausalLM of random weights started by
-               SGLang once per start SM120_REAL_GLM5_STARTS names (the profile's flags, MTP steps, MoE runners): the
-               start-up timeline, /server_info, the profile's loads measured (not in a plain run: --only glm5)
+               SGLang once per start SM120_REAL_GLM5_STARTS names (the profile's flags, MTP steps, MoE runners), each
+               given SM120_REAL_GLM5_LIMIT s to answer: the start-up timeline, /server_info, the profile's loads
+               measured (not in a plain run: --only glm5)
   summary      summary.md from the results
 
 Results go to /var/tmp/sm120-real/results (then $OUT/results.tar.gz, $OUT/summary.md, $OUT/harness.log).
@@ -448,7 +449,8 @@ def phase_noise():
 
 
 # The GLM-5 architecture (issue 37): glm5_arch.py makes a scaled-down GlmMoeDsaForCausalLM config and starts SGLang
-# on it with random weights, once per start SM120_REAL_GLM5_STARTS names (its --starts default unless set).
+# on it with random weights, once per start SM120_REAL_GLM5_STARTS names (its --starts default unless set), each
+# given SM120_REAL_GLM5_LIMIT seconds to answer (its --limit default, 240, unless set).
 GLM5_MODEL = HOME / "models" / "glm-5-arch"
 
 
@@ -458,9 +460,10 @@ def phase_glm5():
     subprocess.run(["systemctl", "stop", UNIT], check=False, timeout=120)
     run([str(PYTHON), str(HERE / "glm5_arch.py"), "make", str(GLM5_MODEL), "--nvfp4"], "glm5-make", env=tool_env())
     starts = os.environ.get("SM120_REAL_GLM5_STARTS")
+    limit = os.environ.get("SM120_REAL_GLM5_LIMIT")
     run([str(PYTHON), str(HERE / "glm5_arch.py"), "probe", "--model", str(GLM5_MODEL),
-         "--out", str(RESULTS / "glm5.jsonl"), "--logs", str(RESULTS / "glm5")] + (["--starts", starts] if starts
-                                                                                   else []),
+         "--out", str(RESULTS / "glm5.jsonl"), "--logs", str(RESULTS / "glm5")]
+        + (["--starts", starts] if starts else []) + (["--limit", limit] if limit else []),
         "glm5", env=tool_env(), timeout=3000)
 
 

@@ -125,3 +125,24 @@ def test_the_nvfp4_start_serves_the_nvfp4_model(tmp_path):
     model = tmp_path / "glm-5-arch"
     assert glm5_arch.model_of("nvfp4", model) == tmp_path / "glm-5-arch-nvfp4"
     assert glm5_arch.model_of("base", model) == model
+
+
+def test_a_start_waited_for_is_sampled_for_the_gpu_and_the_compilers_beside_it(monkeypatch):
+    """The nvfp4 start took no capture step in 200 s: the record says whether the GPU worked or a compiler ran."""
+    outputs = {"ps": "python3\nnvcc\ncicc\nbash\n", "nvidia-smi": "3, 71.5, 66000\n"}
+    monkeypatch.setattr(glm5_arch, "_output", lambda argv: outputs[argv[0]])
+
+    class Running:
+        returncode = None
+
+        @staticmethod
+        def poll():
+            return None
+
+    samples = []
+    # Port 9 (discard) answers nothing: the start is never healthy within the limit of one second.
+    assert glm5_arch.wait_ready("http://127.0.0.1:9", Running, 1, samples) == "not healthy within 1 s"
+    assert samples == [{"util_pct": "3", "power_w": "71.5", "memory_mib": "66000", "t_s": 0,
+                        "compilers": ["cicc", "nvcc"]}]
+    monkeypatch.setattr(glm5_arch, "_output", lambda argv: "")
+    assert glm5_arch.gpu_now() == {} and glm5_arch.compilers_running() == []
