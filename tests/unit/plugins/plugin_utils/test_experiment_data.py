@@ -177,3 +177,24 @@ def test_bad_stepped_knobs_are_named(stepped, message):
         data.check(loaded, "experiments.yml")
     with pytest.raises(data.ExperimentDataError, match="stepped must be a mapping of knob name"):
         data.check(dict(loaded, stepped=["k"]), "experiments.yml")
+
+
+def test_the_cutlass_refusal_is_the_wheels_own_from_the_release_the_data_names():
+    """data/experiments.yml refuses moe_runner_cutlass where SGLang's own NVFP4 MoE method raises, which the real
+    H100 probe reached only past the platform check that SM90 fails first (issue 37, docs/evidence/
+    real-sglang-glm5-arch-h100-2026-12-06.md): every release's wheel holds the raise exactly where the data says, and
+    the GPU stand-in raises the wheel's words."""
+    from pathlib import Path
+
+    from packaging.specifiers import SpecifierSet
+
+    from ansible_collections.sm120.sglang.tests.unit.sglang_wheels import needed_versions, sglang_wheel
+
+    runs_on = SpecifierSet(data.load()["options"]["moe_runner_cutlass"]["versions"])
+    raising = "moe_runner_backend=cutlass is not supported for NVFP4 MoE"
+    for release in needed_versions():
+        source = sglang_wheel(release).read("sglang/srt/layers/quantization/modelopt_quant.py").decode()
+        assert (raising in source) is not runs_on.contains(release, prereleases=True), release
+    standin = (Path(__file__).resolve().parents[4] / "molecule" / "resources" / "standin_server"
+               / "sglang_standin_gpu.py").read_text()
+    assert "NotImplementedError: %s" % raising in standin
