@@ -5,26 +5,15 @@ from __future__ import annotations
 
 # Documented in its sidecar, smoke_measurement_reuse.yml, beside this file.
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data
 from ansible_collections.sm120.sglang.plugins.plugin_utils import measurement_reuse
 from ansible_collections.sm120.sglang.plugins.plugin_utils.experiments import ExperimentError
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
-
-def _reuse_decision(stored, experiments, deployed, settings, memory=None, key="", retry=None, server_started="",
-                    reuse_on=True, run_tags=None):
-    """reuse_decision with the stepped knobs (data/experiments.yml) read, as experiment_step reads them: the knobs
-    are the collection's data, not the caller's to pass."""
-    return measurement_reuse.reuse_decision(stored, experiments, deployed, settings, memory=memory, key=key,
-                                            retry=retry, server_started=server_started, reuse_on=reuse_on,
-                                            run_tags=run_tags, knobs=experiment_data.stepped())
-
-
-_BY_NAME = by_name(_reuse_decision, "smoke_measurement_reuse")
+_BY_NAME = by_name(measurement_reuse.reuse_decision, "smoke_measurement_reuse")
 
 
 def smoke_measurement_reuse(stored, question):
-    """The reuse decision. ``question`` is one mapping of reuse_decision's arguments by name (nine positional
+    """The reuse decision. ``question`` is one mapping of reuse_decision's arguments by name (seven positional
     arguments were too many to read); the parameter keeps the name its sidecar documents, rather than by_name's
     ``arguments``, so that a call naming it goes on working."""
     return _BY_NAME(stored, question)
@@ -32,4 +21,4 @@ def smoke_measurement_reuse(stored, question):
 
 class FilterModule:
     def filters(self):
-        return {"smoke_measurement_reuse": refusing(ExperimentError, experiment_data.ExperimentDataError)(smoke_measurement_reuse)}
+        return {"smoke_measurement_reuse": refusing(ExperimentError)(smoke_measurement_reuse)}

@@ -23,8 +23,7 @@ def _no(reason):
     return {"reuse": False, "reason": reason, "run_id": "", "measurement": None, "configs": {}, "reused": None}
 
 
-def reuse_decision(stored, experiments, deployed, settings, memory=None, key="", retry=None, server_started="",
-                   reuse_on=True, run_tags=None, knobs=None):
+def reuse_decision(stored, experiments, deployed, settled=None, server_started="", reuse_on=True, run_tags=None):
     """{reuse, reason, run_id, measurement, configs, reused}: the host's last kept measurement stands for this run,
     or why not.
 
@@ -32,13 +31,15 @@ def reuse_decision(stored, experiments, deployed, settings, memory=None, key="",
     (release, model, profile, endpoint, loads) with the identity of the server it measured (``server_started``);
     ``experiments``/``deployed``: the experiments this run decides (none where it decides none), and those the
     server runs as the smoke test begins;
-    ``settings``, ``memory``, ``key``, ``retry``: as for experiment_step, the verdicts kept on the controller;
+    ``settled``: what the verdicts kept decide of them before anything is measured, as the experiments role's order
+    entry point asks its plan (``experiments_run.settled``: ``done`` where they decide every one, ``keep`` what they
+    keep), read where the run decides experiments;
     ``server_started``: the identity of the running server (the service role's ``sglang_service_started``: its
     unit's start time and main PID), "" where unknown; ``reuse_on``: ``smoke_test_reuse``; ``run_tags``:
     ``ansible_run_tags`` (C(smoke) among them asks for a measurement). ``measurement`` is the stored one, labelled
     with the run that measured it; ``configs`` the smoke test's measurements by configuration key with it ({} where
     it measures); ``reused`` what the report says of it (the run that measured it, and why it stands), None where
-    it measures. ``knobs``: the stepped knobs, as for experiment_step.
+    it measures.
     """
     if not reuse_on:
         return _no("smoke_test_reuse is false")
@@ -57,17 +58,15 @@ def reuse_decision(stored, experiments, deployed, settings, memory=None, key="",
         return _no("the measurement kept is of %s, the server runs %s" % (
             ex.config_key(stored.get("config") or []) or "no experiment", ex.config_key(deployed) or "no experiment"))
     # The experiments this run decides (none where experiments_enabled is false): with the stored measurement
-    # standing for what runs, the plan must have nothing left to measure and keep what runs.
+    # standing for what runs, the verdicts kept must decide them all and keep what runs. A plan that needs a
+    # measurement needs one besides the configuration stored (a verdict compares two), so the plan on the verdicts
+    # alone is the plan on them and the stored measurement.
     if experiments:
-        remembered = ex.remembered_verdicts(memory, key, retry) if key else {}
-        plan = ex.plan_step(list(experiments), {ex.config_key(deployed): stored}, settings, remembered, None,
-                            deployed, knobs)
-        if not plan["done"]:
-            return _no("an experiment is to be decided (%s to measure)" % (
-                ex.config_key(plan["measure"]) or "the baseline"))
-        if ex.config_key(plan["keep"]) != ex.config_key(deployed):
+        if not isinstance(settled, Mapping) or not settled.get("done"):
+            return _no("an experiment is to be decided: the verdicts kept do not decide them all")
+        if ex.config_key(settled.get("keep") or []) != ex.config_key(deployed):
             return _no("the experiments kept (%s) are not what the server runs" % (
-                ex.config_key(plan["keep"]) or "none"))
+                ex.config_key(settled.get("keep") or []) or "none"))
     run_id = str(stored.get("run_id") or "")
     measurement = dict(stored)
     measurement["label"] = "as measured in run %s" % (run_id or "?")

@@ -208,28 +208,54 @@ def test_a_rejected_gate_on_by_default_is_said_to_stay_off(asked, shown):
     assert templar.evaluate_conditional(trust_as_template(task["when"])) is shown
 
 
-# What smoke_test still reads of other roles (issue 39: 18 names in 53 references before the experiments took their
-# settings, list, memory and the upgrade judgment): the server sglang_service started, as the default of an argument
-# of its own, its restarts for the report's cost line, and the gates and options live, which each measurement's rows
-# show. None of the experiments role's (they come in as smoke_test_from_experiments and the result and report entry
-# points' arguments), none of sglang_install's (smoke_test_previous_release), none held back (the experiments' list
-# is the experiments role's). A name added here is a step back: hand it over as an argument.
-SMOKE_TEST_READS = {
+# What smoke_test reads of other roles (issue 39: 18 names in 53 references before the experiments took their
+# settings, list, memory and the upgrade judgment; the TP size went with the memory key, which the experiments role
+# computes): none in its tasks and vars. Its own documented arguments (defaults/main.yml, meta/argument_specs.yml)
+# default to what the service and patch roles publish during a deploy - where to reach the server, the loads, the
+# profile, the running process, what runs live and the restarts - so that the role alone takes them from its play
+# and the deploy needs to pass nothing. None of the experiments role's (they come in as smoke_test_from_experiments
+# and the result and report entry points' arguments), none of sglang_install's (smoke_test_previous_release), none
+# held back (the experiments' list is the experiments role's). A name added here is a step back.
+SMOKE_TEST_DEFAULTS_READ = {
     "sglang_service_api_key", "sglang_service_loads", "sglang_service_model_name", "sglang_service_profile_name",
     "sglang_service_restart_seconds", "sglang_service_restarts", "sglang_service_started",
-    "sglang_service_tp_size_live", "sglang_service_tuning_live", "sglang_service_url", "sglang_service_vocab_size",
-    "sm120_patches_live"}
+    "sglang_service_tuning_live", "sglang_service_url", "sglang_service_vocab_size", "sm120_patches_live"}
 
 
-def test_the_smoke_test_reads_no_more_of_other_roles_than_it_did():
+def _smoke_test_reads(*folders):
     roles = sorted(path.name for path in (ROOT / "roles").iterdir() if path.is_dir() and path.name != "smoke_test")
     other = re.compile(r"(?<![\w.])_{0,2}(?:%s)_\w+" % "|".join(sorted(roles, key=len, reverse=True)))
     found = set()
-    for path in sorted((ROOT / "roles" / "smoke_test").glob("*/*.yml")):
-        if path.parent.name == "meta":
-            continue
-        for line in path.read_text().splitlines():
-            if not line.strip().startswith("#"):
-                found.update(other.findall(line))
-    assert found <= SMOKE_TEST_READS, sorted(found - SMOKE_TEST_READS)
+    for folder in folders:
+        for path in sorted((ROOT / "roles" / "smoke_test" / folder).glob("*.yml")):
+            for line in path.read_text().splitlines():
+                if not line.strip().startswith("#"):
+                    found.update(other.findall(line))
+    return found
+
+
+def test_the_smoke_test_reads_no_other_role_but_through_its_own_documented_arguments():
+    assert _smoke_test_reads("tasks", "vars") == set()
+    found = _smoke_test_reads("defaults")
+    assert found <= SMOKE_TEST_DEFAULTS_READ, sorted(found - SMOKE_TEST_DEFAULTS_READ)
     assert not any(name.startswith(("experiments_", "sglang_install_")) for name in found), found
+    # Each such default is an argument of its own, documented with the same default.
+    specs = yaml.safe_load((ROOT / "roles" / "smoke_test" / "meta" / "argument_specs.yml").read_text())
+    documented = {name: spec for entry in specs["argument_specs"].values() for name, spec in
+                  (entry.get("options") or {}).items()}
+    defaults = yaml.safe_load((ROOT / "roles" / "smoke_test" / "defaults" / "main.yml").read_text())
+    for name, default in defaults.items():
+        if any(read in str(default) for read in SMOKE_TEST_DEFAULTS_READ):
+            assert documented[name]["default"] == default, name
+
+
+def test_the_smoke_test_asks_no_plan_and_keys_no_memory():
+    """The experiments' plan and the configuration their verdicts are kept for are the experiments role's (its order
+    entry point publishes the plan on the verdicts kept, experiments_run.settled, and the memory key): the smoke test
+    reads them as handed on, and calls neither the planner nor the key."""
+    asks = re.compile(r"sm120\.sglang\.(experiment_step|experiment_memory_key|experiment_remember)\b")
+    for path in sorted((ROOT / "roles" / "smoke_test").glob("*/*.yml")):
+        for line in path.read_text().splitlines():
+            assert line.strip().startswith("#") or not asks.search(line), "%s: %s" % (path.name, line.strip())
+    order = (ROOT / "roles" / "experiments" / "tasks" / "order.yml").read_text()
+    assert "sm120.sglang.experiment_step(" in order and "sm120.sglang.experiment_memory_key(" in order

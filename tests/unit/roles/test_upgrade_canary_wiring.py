@@ -35,7 +35,8 @@ def _task(name):
 def _state(previous_release, previous_baseline, release="0.5.23"):
     return {"smoke_test_state": {"release": release, "previous_release": previous_release,
                                  "previous_baseline": previous_baseline, "result": measurement(405, 1900),
-                                 "settings": SETTINGS, "searches_power": True}}
+                                 "settings": SETTINGS, "reused": False},
+            "experiments_settings": {"power_limit_steps_w": [500, 450]}}
 
 
 def _judge(variables):
@@ -72,6 +73,15 @@ def test_no_upgrade_is_judged_where_the_release_did_not_change(previous):
     variables = _state(previous, {})
     assert _judge(variables) is None
     assert _power_runs(variables)
+
+
+def test_the_power_search_runs_where_steps_are_given_and_the_smoke_test_measured_in_this_run():
+    """The experiments role's steps and the smoke test's word on its measurement decide it, in the play: the smoke
+    test no longer holds the search's steps."""
+    variables = _state("", {})
+    assert _power_runs(variables)
+    assert not _power_runs(dict(variables, experiments_settings={"power_limit_steps_w": []}))
+    assert not _power_runs(dict(variables, smoke_test_state=dict(variables["smoke_test_state"], reused=True)))
 
 
 def test_the_report_gets_the_verdict_as_its_own_argument_and_the_smoke_test_the_release_replaced():
