@@ -120,8 +120,8 @@ def test_a_kept_verdict_without_a_decision_is_named_where_the_plan_is_asked():
     ((NCCL,), (NCCL,), None, ()), ((NCCL,), (NCCL,), None, (NCCL,)), ((FUSION, NCCL), (NCCL,), None, ()),
     ((FUSION, NCCL), (FUSION, NCCL), "both kept", ()), ((NCCL,), (NCCL,), "rejected", ()),
     ((FUSION, NCCL), (NCCL,), "fusion rejected", ()), ((FUSION, NCCL), (), None, ())])
-def test_the_plan_on_the_verdicts_alone_decides_as_the_plan_with_the_stored_measurement(experiments, deployed,
-                                                                                          memory, retry):
+def test_the_plan_on_the_verdicts_alone_decides_as_the_plan_with_the_stored_measurement(
+        experiments, deployed, memory, retry):
     """The smoke test no longer asks the planner: the experiments role's plan on the verdicts kept alone stands
     for the plan on them and the stored measurement of what runs (a verdict compares two configurations, so the
     stored one alone never decides one), the question the reuse asked the planner itself before."""
