@@ -33,7 +33,7 @@ def reuse_decision(stored, experiments, deployed, settled=None, server_started="
     server runs as the smoke test begins;
     ``settled``: what the verdicts kept decide of them before anything is measured, as the experiments role's order
     entry point asks its plan (``experiments_run.settled``: ``done`` where they decide every one, ``keep`` what they
-    keep), read where the run decides experiments;
+    keep; where the run decides none, done and keeping what runs), read where there are experiments;
     ``server_started``: the identity of the running server (the service role's ``sglang_service_started``: its
     unit's start time and main PID), "" where unknown; ``reuse_on``: ``smoke_test_reuse``; ``run_tags``:
     ``ansible_run_tags`` (C(smoke) among them asks for a measurement). ``measurement`` is the stored one, labelled
@@ -57,8 +57,8 @@ def reuse_decision(stored, experiments, deployed, settled=None, server_started="
     if ex.config_key(stored.get("config") or []) != ex.config_key(deployed):
         return _no("the measurement kept is of %s, the server runs %s" % (
             ex.config_key(stored.get("config") or []) or "no experiment", ex.config_key(deployed) or "no experiment"))
-    # The experiments this run decides (none where experiments_enabled is false): with the stored measurement
-    # standing for what runs, the verdicts kept must decide them all and keep what runs. A plan that needs a
+    # The experiments of this run (settled keeps what runs where experiments_enabled is false): with the stored
+    # measurement standing for what runs, the verdicts kept must decide them all and keep what runs. A plan that needs a
     # measurement needs one besides the configuration stored (a verdict compares two), so the plan on the verdicts
     # alone is the plan on them and the stored measurement.
     if experiments:
