@@ -41,7 +41,8 @@ class PowerPlan:
 
 
 class PowerSampler:
-    """Reads power every ``interval`` seconds on a background thread between start() and stop()."""
+    """Reads power every ``interval`` seconds on a background thread between start() and stop(), the first reading
+    one interval after start()."""
 
     def __init__(self, source, interval):
         self.source = source
@@ -61,15 +62,22 @@ class PowerSampler:
         self.source.close()
 
     def _run(self):
-        while True:
-            try:
-                self.samples.append(self.source.read())
-            except Exception as exc:
-                # A failed read must not end sampling, and nobody would see the exception here.
-                self.errors += 1
-                self.last_error = str(exc)
-            if self._stop.wait(self.interval):
-                return
+        # The first reading one interval in, not at start(): start() comes before the first request is sent, so a
+        # reading then is of the GPUs before the load (NVML's power a 1 s average of the idle time before it,
+        # docs/evidence/h200-power-sampling.md); in a run of a few seconds one such reading of eight moves the energy
+        # per token by a tenth. A run shorter than one interval still gets one reading, at stop().
+        while not self._stop.wait(self.interval):
+            self._read()
+        if not self.samples:
+            self._read()
+
+    def _read(self):
+        try:
+            self.samples.append(self.source.read())
+        except Exception as exc:
+            # A failed read must not end sampling, and nobody would see the exception here.
+            self.errors += 1
+            self.last_error = str(exc)
 
     def summary(self, duration_s, output_tokens):
         return summarize_power(self.source.name, self.interval, self.samples, duration_s, output_tokens,

@@ -22,7 +22,8 @@ description:
   - Each prompt starts with an id or a tag unique to the request and the run, so the server's prefix cache cannot
     serve it. Token counts come from the server's usage data; only when the server sends none are output tokens
     counted as stream chunks with text, and RV(token_count_source) says so.
-  - While the requests run, a background thread reads each GPU's power draw every O(power_interval) seconds, through
+  - While the requests run, a background thread reads each GPU's power draw every O(power_interval) seconds, the
+    first one interval in (not before the first request is sent; a shorter run gets one reading, at its end), through
     NVML when the target's Python has the C(pynvml) module (package C(nvidia-ml-py)), otherwise through O(nvidia_smi).
   - A server that refuses connections, answers every request with an error, or stops answering makes the module
     fail within O(timeout) with a message that names the URL and what happened; it never hangs. Some failed

@@ -77,6 +77,32 @@ def test_a_failed_read_is_counted_and_sampling_goes_on():
     assert power["samples"] >= 1 and power["gpus"][0]["mean_w"] == 200.0 and power["reason"] is None
 
 
+def test_the_first_reading_comes_one_interval_after_start_not_before_the_load():
+    # start() comes before the first request: a reading then would be of the idle GPUs (the stand-in's 60 W).
+    read_at = []
+
+    def read():
+        read_at.append(time.monotonic())
+        return [GpuReading(0, 480.0, 600.0)]
+
+    sampler = sbp.PowerSampler(PowerSource("stand-in", read), 0.05)
+    started = time.monotonic()
+    sampler.start()
+    time.sleep(0.3)
+    sampler.stop()
+    assert read_at and read_at[0] - started >= 0.05, [t - started for t in read_at]
+    assert sampler.summary(1.0, 10)["samples"] == len(read_at)
+
+
+def test_a_run_shorter_than_one_interval_gets_one_reading_at_stop():
+    readings = []
+    sampler = sbp.PowerSampler(PowerSource("stand-in", lambda: readings.append(1) or [GpuReading(0, 300.0, 600.0)]), 30)
+    sampler.start()
+    sampler.stop()
+    power = sampler.summary(0.2, 10)
+    assert readings == [1] and power["samples"] == 1 and power["total_mean_w"] == 300.0
+
+
 def test_without_sampling_the_summary_says_why_and_has_every_key():
     sampler = sbp.power_sampler(sbp.PowerPlan(enabled=False, interval=0.25))
     sampler.start()
