@@ -134,6 +134,7 @@ class _Platform:
 
     def __init__(self, major):
         self.is_cuda, self.is_hip = True, False
+        self.is_npu = self.is_xpu = self.is_musa = self.is_cpu = False
         for arch in (90, 100, 110, 120):
             setattr(self, "is_sm%d" % arch, major * 10 == arch)
 
