@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sm120.sglang.plugins.plugin_utils import launch_profile, model_config, nodes, sglang_releases
+from ansible_collections.sm120.sglang.plugins.plugin_utils import attention, launch_profile, model_config, nodes, sglang_releases
 from ansible_collections.sm120.sglang.plugins.plugin_utils.filter_errors import by_name, refusing
 
 
@@ -44,6 +44,12 @@ def _recorded_tuning(environment):
     return launch_profile.recorded_tuning(environment)
 
 
+@refusing(attention.AttentionError, sglang_releases.ReleaseDataError)
+def _attention_problems(flags, architecture, version=None):
+    data = sglang_releases.load()
+    return attention.problems(flags, data, sglang_releases.resolve_version(data, version or "newest"), architecture)
+
+
 def _mtp_problem(config, index, checkpoint):
     return model_config.mtp_layer_problem(config, index, checkpoint)
 
@@ -63,4 +69,5 @@ class FilterModule:
             "sglang_service_serves_api": nodes.serves_api,
             "sglang_service_vocab_size": _vocab_size,
             "sglang_service_mtp_problem": _mtp_problem,
+            "sglang_service_attention_problems": by_name(_attention_problems, "sglang_service_attention_problems"),
         }
