@@ -30,6 +30,7 @@ def test_tuning_options_become_environment_and_flags():
 def test_an_unknown_option_is_refused_naming_the_known_ones():
     with pytest.raises(data.ExperimentDataError, match="sglang_service_tuning names nccl_fast, which data/experiments.yml "
                                                        "does not define; known tuning options: "
+                                                       "attention_flashinfer, chunked_prefill_4096, "
                                                        "continuous_decode_steps_2, continuous_decode_steps_4, "
                                                        "continuous_decode_steps_8, cuda_graph_max_bs_128"):
         data.tuning_settings(["nccl_fast"])
