@@ -105,6 +105,13 @@ STARTS = {
     # (sgl-kernel's cutlass_moe_fp4, which the data refuses from 0.5.16), each named on the NVFP4 config.
     "nvfp4_moe_flashinfer_cutlass": ["--quantization", "modelopt_fp4", "--moe-runner-backend", "flashinfer_cutlass"],
     "nvfp4_moe_cutlass": ["--quantization", "modelopt_fp4", "--moe-runner-backend", "cutlass"],
+    # GLM-5's attention pairings (issue 48): bf16 KV on dense MLA, the production profile's (triton) and the tuning
+    # option attention_flashinfer's, which SM90 runs as SM120 does; and SGLang's own SM120 path (FP8 KV on
+    # flashinfer_sparse_mla, 0.5.17+), to record what the release says of it on this GPU.
+    "bf16_triton": ["--attention-backend", "triton"],
+    "bf16_flashinfer": ["--attention-backend", "flashinfer"],
+    "fp8_sparse_mla": ["--kv-cache-dtype", "fp8_e4m3", "--dsa-prefill-backend", "flashinfer_sparse_mla",
+                       "--dsa-decode-backend", "flashinfer_sparse_mla"],
 }
 # The starts that serve the NVFP4 config (the directory make --nvfp4 writes, the model's name + NVFP4_SUFFIX).
 NVFP4_STARTS = {"nvfp4", "nvfp4_moe_flashinfer_cutlass", "nvfp4_moe_cutlass"}
