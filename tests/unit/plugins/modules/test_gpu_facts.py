@@ -395,7 +395,7 @@ def test_p2p_facts_of_the_single_socket_switch_host(run_module, host):
     p2p = facts["nvidia_host_p2p"]
     assert p2p["cmdline"][-3:] == ["iommu=pt", "pcie_aspm=off", "pcie_port_pm=off"]
     assert set(p2p["iommu_group_types"].values()) == {"identity"}
-    assert (p2p["uvm_disable_hmm"], p2p["registry_dwords"], p2p["aspm_policy"]) == (True, {}, "default")
+    assert (p2p["uvm_disable_hmm"], p2p["registry_dwords"]["ForceP2P"], p2p["aspm_policy"]) == (True, "0x11", "default")
     assert len(p2p["bridges"]) == 12 and set(p2p["acs"]) == set(p2p["bridges"])
     assert not any(flags["ReqRedir"] for flags in p2p["acs"].values())
     assert (LSPCI, "-vvv") in target.commands
