@@ -17,7 +17,7 @@ description:
     as RV(ansible_facts.nvidia_topology.interconnect).
   - For GPU peer-to-peer it reads each GPU's BAR1 size, NUMA node and PCI path, the P2P read and write capability
     matrices (C(nvidia-smi topo -p2p r) and C(w)), and the host settings P2P depends on
-    (RV(ansible_facts.nvidia_host_p2p)): the kernel command line, the IOMMU groups, ACS on the GPUs' bridges
+    (RV(ansible_facts.nvidia_host_p2p)), namely the kernel command line, the IOMMU groups, ACS on the GPUs' bridges
     (C(lspci -vvv), as root), C(nvidia_uvm)'s C(uvm_disable_hmm), the driver's C(RegistryDwords) and the ASPM policy.
   - When the Python that runs the module can import C(pynvml) (nvidia-ml-py) and O(use_nvml=true), values that
     C(nvidia-smi) reports as unavailable are read through NVML instead.
