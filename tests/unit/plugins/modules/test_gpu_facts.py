@@ -434,3 +434,11 @@ def test_unreadable_p2p_matrix_fails(run_module, host):
     with pytest.raises(ModuleFail) as failed:
         run_module(gpu_facts.main, {})
     assert failed.value.result["msg"].startswith("cannot read the output of %s topo -p2p r: no header line" % NVIDIA_SMI)
+
+
+def test_documentation_and_examples_are_yaml_ansible_doc_reads():
+    # A colon in a plain scalar once broke ansible-doc while RETURN still parsed.
+    documentation = yaml.safe_load(gpu_facts.DOCUMENTATION)
+    assert documentation["module"] == "gpu_facts"
+    assert any("nvidia_host_p2p" in line for line in documentation["description"])
+    assert yaml.safe_load(gpu_facts.EXAMPLES)
