@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import re
 
+from ansible_collections.sm120.sglang.plugins.module_utils.gpu_p2p import build_host_p2p
 from ansible_collections.sm120.sglang.plugins.module_utils.gpu_power import (
     nvidia_smi_query_argv,
     nvml_power_default_limit_w,
@@ -209,6 +210,9 @@ def build_topology(gpu_count, parsed=None):
         "interconnect": classify_interconnect(gpu_count, parsed["matrix"]),
         "matrix": parsed["matrix"],
         "affinity": parsed["affinity"],
+        # nvidia-smi topo -p2p r / w, filled in by the module where it read them.
+        "p2p_read": {},
+        "p2p_write": {},
     }
 
 
@@ -282,6 +286,7 @@ def build_facts(
     gpus=(),
     topology=None,
     nvml_available=False,
+    host_p2p=None,
 ):
     """All ``ansible_facts`` keys of the module, every one always present."""
     gpus = list(gpus)
@@ -293,4 +298,6 @@ def build_facts(
         "nvidia_nvml_available": nvml_available,
         "nvidia_gpus": gpus,
         "nvidia_topology": topology if topology is not None else build_topology(len(gpus)),
+        # Read only where GPUs answered: what decides their P2P (module_utils/gpu_p2p.py).
+        "nvidia_host_p2p": host_p2p if host_p2p is not None else build_host_p2p(),
     }

@@ -15,6 +15,10 @@ description:
   - Per GPU it returns the name, compute capability, memory and power limits; for the host the driver and CUDA version,
     which kernel module flavour is loaded, and the link between every pair of GPUs from C(nvidia-smi topo -m), summed up
     as RV(ansible_facts.nvidia_topology.interconnect).
+  - For GPU peer-to-peer it reads each GPU's BAR1 size, NUMA node and PCI path, the P2P read and write capability
+    matrices (C(nvidia-smi topo -p2p r) and C(w)), and the host settings P2P depends on
+    (RV(ansible_facts.nvidia_host_p2p)), namely the kernel command line, the IOMMU groups, ACS on the GPUs' bridges
+    (C(lspci -vvv), as root), C(nvidia_uvm)'s C(uvm_disable_hmm), the driver's C(RegistryDwords) and the ASPM policy.
   - When the Python that runs the module can import C(pynvml) (nvidia-ml-py) and O(use_nvml=true), values that
     C(nvidia-smi) reports as unavailable are read through NVML instead.
   - A host without a GPU, without C(nvidia-smi), or whose driver does not answer gets the same keys with an empty
@@ -45,6 +49,7 @@ attributes:
     description: Runs on POSIX hosts with the NVIDIA driver's user-space tools.
 requirements:
   - C(nvidia-smi) from the NVIDIA driver on the target
+  - optionally C(lspci) (pciutils), run as root, for ACS on the GPUs' bridges
   - optionally nvidia-ml-py (C(pynvml)) in the target's Python, see O(use_nvml)
 notes:
   - A C(nvidia-smi) that answers but prints a format this module cannot read is an error, not an empty list, so that a
@@ -178,6 +183,24 @@ ansible_facts:
           description: Whether persistence mode is on.
           type: bool
           sample: true
+        bar1_total_mib:
+          description:
+            - The GPU's BAR1 aperture in MiB, from C(nvidia-smi -q -d MEMORY). About 96 GiB (V(98304)) with Above 4G
+              decoding and Resizable BAR on in the BIOS; V(256) without.
+            - V(null) when C(nvidia-smi) did not say.
+          type: int
+          sample: 98304
+        numa_node:
+          description: The NUMA node close to the GPU, from C(nvidia-smi topo -m); V(null) when N/A or unknown.
+          type: int
+          sample: 0
+        pcie_path:
+          description:
+            - The PCI addresses from the GPU's root port down to the GPU itself (root port, switch ports, GPU), from the
+              device's path under C(/sys/devices). Empty when it could not be read.
+          type: list
+          elements: str
+          sample: ["0000:20:01.1", "0000:21:00.0", "0000:22:00.0", "0000:23:00.0"]
     nvidia_topology:
       description: How the GPUs are linked, from C(nvidia-smi topo -m).
       returned: always
@@ -217,6 +240,60 @@ ansible_facts:
               description: The GPU's own NUMA node id, only set on systems where GPU memory is a NUMA node.
               type: str
               sample: null
+        p2p_read:
+          description:
+            - For each GPU, C(nvidia-smi topo -p2p r)'s P2P read capability to every other GPU, its legend's code
+              (C(OK), C(CNS) chipset not supported, C(GNS), C(TNS), C(NS), C(DR) disabled by regkey, C(U) unknown).
+            - Empty for one GPU and where C(nvidia-smi) could not say (a warning says why).
+          type: dict
+          sample: {"GPU0": {"GPU1": "OK"}, "GPU1": {"GPU0": "OK"}}
+        p2p_write:
+          description: As RV(ansible_facts.nvidia_topology.p2p_read), for P2P writes (C(nvidia-smi topo -p2p w)).
+          type: dict
+          sample: {"GPU0": {"GPU1": "OK"}, "GPU1": {"GPU0": "OK"}}
+    nvidia_host_p2p:
+      description:
+        - What the host says about the settings GPU peer-to-peer depends on. Each key is V(null) where its source could
+          not be read (no GPU answered, no C(nvidia_uvm) loaded, no C(lspci), not root), which the preflight reports as
+          unknown, never as met.
+      returned: always
+      type: dict
+      contains:
+        cmdline:
+          description: The active kernel command line (C(/proc/cmdline)), split into its parameters.
+          type: list
+          elements: str
+          sample: ["BOOT_IMAGE=/boot/vmlinuz", "ro", "iommu=pt", "pcie_aspm=off", "pcie_port_pm=off"]
+        iommu_group_types:
+          description:
+            - IOMMU group number to its C(type) under C(/sys/kernel/iommu_groups); C(identity) is passthrough, C(DMA) or
+              C(DMA-FQ) translation. Empty when the IOMMU is off.
+          type: dict
+          sample: {"0": "identity"}
+        uvm_disable_hmm:
+          description: C(nvidia_uvm)'s C(uvm_disable_hmm) parameter; V(true) is HMM off.
+          type: bool
+          sample: true
+        registry_dwords:
+          description: The driver's C(RegistryDwords) from C(/proc/driver/nvidia/params), name to value.
+          type: dict
+          sample: {"ForceP2P": "0x11"}
+        aspm_policy:
+          description: The PCIe ASPM policy in force (C(/sys/module/pcie_aspm/parameters/policy)).
+          type: str
+          sample: default
+        bridges:
+          description: Every PCI bridge on a GPU's path (root ports and switch ports), each once.
+          type: list
+          elements: str
+          sample: ["0000:20:01.1", "0000:21:00.0", "0000:22:00.0"]
+        acs:
+          description:
+            - For each of RV(ansible_facts.nvidia_host_p2p.bridges) with an Access Control Services capability, its
+              C(ACSCtl) flags from C(lspci -vvv); C(ReqRedir) or C(CmpltRedir) V(true) sends P2P through the root.
+            - V(null) where C(lspci) could not say (not installed, not root).
+          type: dict
+          sample: {"0000:20:01.1": {"SrcValid": true, "ReqRedir": false, "CmpltRedir": false}}
 """
 
 import os
@@ -237,6 +314,8 @@ from ansible_collections.sm120.sglang.plugins.module_utils.gpu_facts import (
     topology_argv,
 )
 
+from ansible_collections.sm120.sglang.plugins.module_utils import gpu_p2p
+
 try:
     import pynvml
 except ImportError:
@@ -251,6 +330,96 @@ def _read_driver_version_file():
             return version_file.read()
     except (IOError, OSError):
         return None
+
+
+def _read_text(path):
+    try:
+        with open(path) as source:
+            return source.read()
+    except (IOError, OSError):
+        return None
+
+
+def _read_iommu_group_types():
+    # The text `grep . /sys/kernel/iommu_groups/*/type` prints, so that the parser reads captures and the host alike.
+    try:
+        groups = sorted(os.listdir(gpu_p2p.IOMMU_GROUPS), key=lambda name: int(name) if name.isdigit() else -1)
+    except (IOError, OSError):
+        return None
+    lines = []
+    for group in groups:
+        kind = _read_text(os.path.join(gpu_p2p.IOMMU_GROUPS, group, "type"))
+        path = os.path.join(gpu_p2p.IOMMU_GROUPS, group)
+        lines.append(path if kind is None else "%s/type:%s" % (path, kind.strip()))
+    return "\n".join(lines)
+
+
+def _read_pci_path(bus_id):
+    try:
+        path = os.path.join(gpu_p2p.PCI_DEVICES, gpu_p2p.normalize_bdf(bus_id))
+    except ValueError:
+        return []
+    return gpu_p2p.parse_pci_path(os.path.realpath(path)) if os.path.exists(path) else []
+
+
+def _optional_smi(module, argv, parse, what):
+    """The parsed output of an nvidia-smi call older drivers or stand-ins may not answer; None with a warning then."""
+    rc, stdout, stderr = module.run_command(argv)
+    if rc != 0:
+        module.warn("%s unknown: %s" % (what, failure_reason(" ".join(argv[1:]), rc, stdout, stderr)))
+        return None
+    return _parse_or_fail(module, parse, argv, stdout)
+
+
+def _lspci_acs(module):
+    lspci = module.get_bin_path("lspci")
+    if lspci is None:
+        module.warn("ACS on the GPUs' bridges unknown: lspci not found (install pciutils)")
+        return None
+    rc, stdout, stderr = module.run_command([lspci, "-vvv"])
+    if rc != 0:
+        module.warn("ACS on the GPUs' bridges unknown: %s" % failure_reason("lspci -vvv", rc, stdout, stderr))
+        return None
+    if "Capabilities:" not in stdout and stdout.strip():
+        # lspci shows no capabilities to a user who is not root: an ACS it cannot see is not an ACS that is off.
+        module.warn("ACS on the GPUs' bridges unknown: lspci -vvv shows no capabilities (run as root)")
+        return None
+    return gpu_p2p.parse_lspci_acs(stdout)
+
+
+def gather_p2p(module, nvidia_smi, gpus, topology):
+    """Per GPU BAR1, NUMA node and PCI path; the P2P matrices into the topology; the host's P2P settings."""
+    bar1 = _optional_smi(module, gpu_p2p.memory_argv(nvidia_smi), gpu_p2p.parse_bar1_total, "BAR1 size") or {}
+    for gpu in gpus:
+        bus_id = gpu.get("pci_bus_id")
+        try:
+            gpu["bar1_total_mib"] = bar1.get(gpu_p2p.normalize_bdf(bus_id))
+        except ValueError:
+            gpu["bar1_total_mib"] = None
+        gpu["numa_node"] = gpu_p2p.numa_node(topology["affinity"], gpu.get("index"))
+        gpu["pcie_path"] = _read_pci_path(bus_id) if bus_id else []
+    for capability, key in (("r", "p2p_read"), ("w", "p2p_write")):
+        if len(gpus) < 2:
+            topology[key] = {}
+            continue
+        matrix = _optional_smi(module, gpu_p2p.p2p_argv(nvidia_smi, capability), gpu_p2p.parse_p2p_matrix,
+                               "P2P %s capability" % ("read" if capability == "r" else "write"))
+        topology[key] = matrix if matrix is not None else {}
+    bridges = gpu_p2p.gpu_bridges(gpus)
+    try:
+        uvm_disable_hmm = gpu_p2p.parse_module_bool(_read_text(gpu_p2p.UVM_DISABLE_HMM))
+    except ValueError as exc:
+        module.warn("uvm_disable_hmm unknown: %s" % to_native(exc))
+        uvm_disable_hmm = None
+    return gpu_p2p.build_host_p2p(
+        cmdline=gpu_p2p.parse_cmdline(_read_text(gpu_p2p.PROC_CMDLINE)),
+        iommu_group_types=gpu_p2p.parse_iommu_group_types(_read_iommu_group_types()),
+        uvm_disable_hmm=uvm_disable_hmm,
+        nvidia_params=gpu_p2p.parse_nvidia_params(_read_text(gpu_p2p.NVIDIA_PARAMS)),
+        aspm_policy=gpu_p2p.parse_aspm_policy(_read_text(gpu_p2p.ASPM_POLICY)),
+        acs=_lspci_acs(module) if bridges else None,
+        bridges=bridges,
+    )
 
 
 def _find_nvidia_smi(module):
@@ -304,7 +473,8 @@ def gather(module):
         module.warn("GPU links unknown: %s" % failure_reason("nvidia-smi topo -m", rc, stdout, stderr))
         topology = build_topology(len(gpus))
 
-    return build_facts(gpus=gpus, topology=topology, nvml_available=nvml_available, **host)
+    host_p2p = gather_p2p(module, nvidia_smi, gpus, topology)
+    return build_facts(gpus=gpus, topology=topology, nvml_available=nvml_available, host_p2p=host_p2p, **host)
 
 
 def main():

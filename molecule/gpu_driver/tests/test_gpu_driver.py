@@ -7,7 +7,7 @@ testinfra_hosts = ["ansible://gpu_hosts"]
 NVIDIA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/{distro}/{arch}/"
 EXPECTED = {
     # host -> (NVIDIA's repository name for its Debian release, power limit in watts, kernel parameters)
-    "sm120-drv-bookworm": ("debian12", "600", "iommu=pt"),
+    "sm120-drv-bookworm": ("debian12", "600", "iommu=pt pcie_aspm=off pcie_port_pm=off"),
     "sm120-drv-trixie": ("debian13", "450", None),
 }
 GPU_COUNT = 8
@@ -67,6 +67,22 @@ def test_nouveau_is_blacklisted(host):
     ]
 
 
+def test_hmm_off_in_nvidia_uvm_only_where_asked(host):
+    option = host.file("/etc/modprobe.d/nvidia-uvm-disable-hmm.conf")
+    if expected(host)[2] is None:
+        assert not option.exists
+    else:
+        assert option.mode == 0o644
+        assert [line for line in option.content_string.splitlines() if not line.startswith("#")] == [
+            "options nvidia_uvm uvm_disable_hmm=1"]
+
+
+def test_the_rollback_knows_the_host_had_neither_file(host):
+    kept = host.file("/var/lib/sm120-sglang/gpu_driver-originals")
+    assert kept.is_directory and kept.mode == 0o700
+    assert sorted(kept.listdir()) == ["90-sm120-gpu-driver.cfg.absent", "nvidia-uvm-disable-hmm.conf.absent"]
+
+
 def test_kernel_parameters_only_where_asked(host):
     _distro, _watts, params = expected(host)
     dropin = host.file("/etc/default/grub.d/90-sm120-gpu-driver.cfg")
@@ -120,10 +136,11 @@ def test_the_phase_stamp_holds_what_the_driver_phase_wrote_as_it_is_on_the_host(
     grub = "/etc/default/grub.d/90-sm120-gpu-driver.cfg"
     owned = ["/etc/apt/keyrings/nvidia-cuda.asc", "/etc/apt/preferences.d/nvidia-driver-branch.pref",
              "/etc/apt/sources.list.d/nvidia-cuda.sources", grub, "/etc/modprobe.d/blacklist-nouveau.conf",
+             "/etc/modprobe.d/nvidia-uvm-disable-hmm.conf",
              "/etc/systemd/system/nvidia-persistenced.service"]
     assert sorted(stamp["files"]) == sorted(owned)
     for path in owned:
-        if expected(host)[2] is None and path == grub:
+        if expected(host)[2] is None and path in (grub, "/etc/modprobe.d/nvidia-uvm-disable-hmm.conf"):
             assert stamp["files"][path] == "absent" and not host.file(path).exists
         else:
             assert stamp["files"][path] == host.file(path).sha256sum

@@ -233,9 +233,19 @@ def test_nouveau_blacklist():
 
 def test_grub_drop_in_adds_to_the_command_line():
     role = RoleVars(HOSTS["ubuntu2404"], {"gpu_driver_kernel_parameters": ["iommu=pt", "pcie_aspm=off"]})
+    # The role's own (gpu_driver_iommu_mode pt, PCIe power management off) join the inventory's, each once.
     assert records(role.template("grub-kernel-parameters.cfg.j2")) == [
-        'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} iommu=pt pcie_aspm=off"']
+        'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} iommu=pt pcie_aspm=off pcie_port_pm=off"']
     assert role["__gpu_driver_bootloader_command"] == ["update-grub"]
+    plain = RoleVars(HOSTS["ubuntu2404"], {"gpu_driver_iommu_mode": "", "gpu_driver_pcie_power_management_off": False})
+    assert plain["__gpu_driver_kernel_parameters"] == []
+
+
+def test_the_nvidia_uvm_option_turns_hmm_off():
+    role = RoleVars(HOSTS["ubuntu2404"], {})
+    assert records(role.template("nvidia-uvm-disable-hmm.conf.j2")) == ["options nvidia_uvm uvm_disable_hmm=1"]
+    assert role["__gpu_driver_restorable_files"] == ["/etc/modprobe.d/nvidia-uvm-disable-hmm.conf",
+                                                     "/etc/default/grub.d/90-sm120-gpu-driver.cfg"]
 
 
 GRUBBY_INFO = """index=0
@@ -248,8 +258,8 @@ title="Rocky Linux (5.14.0-427.13.1.el9_4.x86_64) 9.4 (Blue Onyx)"
 
 
 @pytest.mark.parametrize("wanted, missing", [
-    (["iommu=pt"], []),
-    (["iommu=pt", "intel_iommu=on"], ["intel_iommu=on"]),
+    (["iommu=pt"], ["pcie_aspm=off", "pcie_port_pm=off"]),
+    (["iommu=pt", "intel_iommu=on"], ["intel_iommu=on", "pcie_aspm=off", "pcie_port_pm=off"]),
 ])
 def test_grubby_adds_only_the_parameters_the_default_entry_lacks(wanted, missing):
     task = next(task for task in _load(ROLE / "tasks" / "kernel-parameters-grubby.yml") if "vars" in task)

@@ -326,5 +326,7 @@ def test_facts_always_carry_every_key():
         "nvidia_kernel_module": None,
         "nvidia_nvml_available": False,
         "nvidia_gpus": [],
-        "nvidia_topology": {"interconnect": None, "matrix": {}, "affinity": {}},
+        "nvidia_topology": {"interconnect": None, "matrix": {}, "affinity": {}, "p2p_read": {}, "p2p_write": {}},
+        "nvidia_host_p2p": {"cmdline": None, "iommu_group_types": None, "uvm_disable_hmm": None,
+                            "registry_dwords": None, "aspm_policy": None, "bridges": [], "acs": None},
     }
