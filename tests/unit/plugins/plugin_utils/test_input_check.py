@@ -205,3 +205,36 @@ def test_every_playbook_opens_with_the_input_check_on_the_hosts_of_its_next_play
     # One task for the run, on the controller: an assert reaches no host.
     assert task["run_once"] is True and "ansible.builtin.assert" in task
     assert "sm120.sglang.input_problems" in task["vars"]["__sm120_input_problems"]
+
+
+def test_the_deploy_as_documented_refuses_every_mistake_in_its_first_task_before_the_lock(tmp_path):
+    # The README's deploy against the local default (container hosts, which this never reaches: the check is an assert
+    # on the controller), in check and diff mode, with the mistakes of issue 52 in one run.
+    import json
+    import subprocess
+    import sys
+    import time
+
+    mistakes = {"sglang_service_tp_size": 16, "sglang_install_verison": "0.5.23",
+                "sglang_service_tuning": ["nccl_min_nchannel_8"],
+                "sm120_patches_enabled": {"flashinfer_allreduce_fuson": True},
+                "smoke_test_min_output_tok_s": "fast"}
+    (tmp_path / "mistakes.json").write_text(json.dumps(mistakes))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"), ANSIBLE_NOCOLOR="1")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
+                           "-i", "inventories/local", "playbooks/deploy.yml", "--check", "--diff",
+                           "-e", "@%s" % (tmp_path / "mistakes.json")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    took = time.monotonic() - started
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    for piece in ("sglang_service_tp_size is 16", "did you mean sglang_install_version?",
+                  "did you mean nccl_min_nchannels_8?", "did you mean flashinfer_allreduce_fusion?",
+                  "smoke_test_min_output_tok_s: argument"):
+        assert piece in out, (piece, out)
+    # The first task failed and no other ran: no lock taken, no host reached, nothing changed.
+    assert "PLAY [Take the deploy lock" not in out and out.count("TASK [") == 1, out
+    assert "changed=0" in out and "unreachable=0" in out
+    assert took < 60, took
