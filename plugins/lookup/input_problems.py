@@ -21,6 +21,12 @@ options:
     type: list
     elements: str
     required: true
+  serving:
+    description:
+      - The run starts SGLang servers (C(playbooks/deploy.yml)); one that listens beyond its host without
+        C(sglang_service_api_key) is refused.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -122,7 +128,8 @@ class LookupModule(LookupBase):
         try:
             specs, defaults, published, profiles = collection_knowledge()
             known = input_check.knowledge(specs, defaults, published, profiles, sglang_releases.load(),
-                                          experiment_data.load(), dict(variables.get("groups") or {}))
+                                          experiment_data.load(), dict(variables.get("groups") or {}),
+                                          self.get_option("serving"))
         except (OSError, yaml.YAMLError, sglang_releases.ReleaseDataError, experiment_data.ExperimentDataError) as exc:
             raise AnsibleLookupError("input_problems: the collection's own files cannot be read: %s" % exc)
         prefixes = tuple(role + "_" for role in known["roles"])

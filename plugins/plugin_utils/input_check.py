@@ -324,6 +324,34 @@ def model_problems(host, known):
     return found
 
 
+_LOOPBACK = re.compile(r"^(127\.\d+\.\d+\.\d+|::1|\[::1\]|localhost)$")
+
+
+def open_server_problems(host, known):
+    """Where the run serves (deploy.yml): a server that listens beyond this host needs an API key.
+
+    Refused rather than bound to 127.0.0.1 in silence: the router and the fleet reach every host's server at its
+    address, so a quiet localhost bind would break them; the refusal names both fixes before anything changes.
+    """
+    serving_hosts = (known.get("groups") or {}).get("gpu_hosts")
+    if not known.get("serving") or (serving_hosts is not None and host.name not in serving_hosts):
+        return []
+    if "sglang_service_api_key" in host.names and not host.is_set("sglang_service_api_key"):
+        return []  # set to what only the host's run renders (a template): not judged here
+    key = host.value("sglang_service_api_key")
+    bind = host.value("sglang_service_host")
+    bind = "" if bind is None else str(bind).strip()
+    if (key not in (None, "") and str(key).strip()) or _LOOPBACK.match(bind):
+        return []
+    where = "every interface" if bind in PUBLIC_HOSTS else "an address other hosts reach"
+    return [("sglang_service_api_key", "sglang_service_host is %s (%s%s) and sglang_service_api_key is empty: anyone "
+             "who reaches port %s could use the server. Fix: set sglang_service_api_key, best from a vault "
+             "(ansible-vault encrypt_string), which the smoke test and the router then send; or set "
+             "sglang_service_host: 127.0.0.1 to serve this host alone (no router then reaches it)." % (
+                 bind or "empty", where, ", the default" if not host.is_set("sglang_service_host") else "",
+                 host.value("sglang_service_port") or 30000))]
+
+
 # The checks in the order their problems are shown. One more check: one more line.
 SOURCES = (
     unknown_names,
@@ -336,6 +364,7 @@ SOURCES = (
     threshold_problems,
     load_problems,
     model_problems,
+    open_server_problems,
 )
 
 
@@ -354,10 +383,11 @@ def problems(hosts, known, sources=SOURCES):
     return ["%s: %s" % (", ".join(names), message) for message, names in by_message.items()]
 
 
-def knowledge(specs, defaults=None, published=None, profiles=None, releases=None, experiments=None, groups=None):
+def knowledge(specs, defaults=None, published=None, profiles=None, releases=None, experiments=None, groups=None,
+              serving=False):
     """What the checks know of the collection: ``specs`` role -> parsed meta/argument_specs.yml, ``defaults`` role ->
     its defaults/main.yml, ``published`` the facts the roles and playbooks set, the built-in launch profiles, the
-    release and tuning data, the inventory's groups."""
+    release and tuning data, the inventory's groups; ``serving``: the run starts servers (deploy.yml)."""
     options, names = {}, set(published or [])
     for role, parsed in (specs or {}).items():
         for entry in ((parsed or {}).get("argument_specs") or {}).values():
@@ -371,4 +401,5 @@ def knowledge(specs, defaults=None, published=None, profiles=None, releases=None
     # The experiments' old names still work for a release (the experiments role warns of each).
     names.update(experiment_settings.DEPRECATED_NAMES.values())
     return {"roles": sorted(specs or {}), "options": options, "names": names, "defaults": flat_defaults,
-            "profiles": profiles or {}, "releases": releases, "experiments": experiments, "groups": groups or {}}
+            "profiles": profiles or {}, "releases": releases, "experiments": experiments, "groups": groups or {},
+            "serving": bool(serving)}

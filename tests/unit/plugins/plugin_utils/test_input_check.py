@@ -17,14 +17,32 @@ from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_dat
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 
-def _known(groups=None):
+def _known(groups=None, serving=False):
     specs, defaults, published, profiles = input_problems.collection_knowledge(ROOT)
     return input_check.knowledge(specs, defaults, published, profiles, sglang_releases.load(), experiment_data.load(),
-                                 groups or {})
+                                 groups or {}, serving)
 
 
-def _problems(variables, groups=None, hosts=("gpu-1",)):
-    return input_check.problems({host: dict(variables) for host in hosts}, _known(groups))
+def _problems(variables, groups=None, hosts=("gpu-1",), serving=False):
+    return input_check.problems({host: dict(variables) for host in hosts}, _known(groups, serving))
+
+
+def test_a_deploy_refuses_a_server_open_beyond_its_host_without_an_api_key():
+    found = _problems({}, serving=True)
+    assert len(found) == 1 and found[0].startswith("gpu-1: sglang_service_host is 0.0.0.0 (every interface, the "
+                                                   "default) and sglang_service_api_key is empty"), found
+    assert "Fix: set sglang_service_api_key" in found[0] and "sglang_service_host: 127.0.0.1" in found[0]
+    assert "an address other hosts reach" in _problems({"sglang_service_host": "10.0.0.5"}, serving=True)[0]
+    assert "port 30001" in _problems({"sglang_service_port": 30001, "sglang_service_api_key": ""}, serving=True)[0]
+    for fine in ({"sglang_service_api_key": "s3cret"}, {"sglang_service_host": "127.0.0.1"},
+                 {"sglang_service_host": "::1"}, {"sglang_service_api_key": input_check.UNREAD}):
+        assert _problems(fine, serving=True) == [], fine
+    # The key is never in a message.
+    assert all("s3cret" not in line for line in _problems({"sglang_service_api_key": "s3cret", "sglang_service_tp_size": 3},
+                                                         serving=True))
+    # Not where the run starts no server (preflight, measure, monitoring), nor on a router host that serves none.
+    assert _problems({}) == []
+    assert _problems({}, groups={"gpu_hosts": ["gpu-2"]}, serving=True) == []
 
 
 # Each mistake: the variables set, and what the one problem it gives must say (each piece in the message).
@@ -189,7 +207,11 @@ def _scenario_variables():
 
 @pytest.mark.parametrize("where,variables", _scenario_variables(), ids=lambda value: str(value)[:60])
 def test_every_shipped_inventory_and_scenario_passes_the_check(where, variables):
-    assert _problems(variables) == [], where
+    # The scenarios that deploy servers (deploy.yml) set an API key, as the local default does; the production
+    # example sets none: a user puts theirs in (docs/operations.md, the API key).
+    serving = where == "inventories/local/group_vars/gpu_hosts.yml" or any(
+        where.startswith("molecule/%s/molecule.yml" % name) for name in ("experiments", "fleet", "patches", "monitoring"))
+    assert _problems(variables, serving=serving) == [], where
 
 
 @pytest.mark.parametrize("playbook", ["deploy", "preflight", "measure", "router", "monitoring"])
