@@ -60,9 +60,10 @@ venv() {
   quiet_dsa
 }
 
-# ansible-core 2.19 imports cryptography's DSA key class for its SSH agent client on every run, and cryptography (51.0.1
-# in the pinned set's resolution) warns of DSA's deprecation at that import: a CryptographyDeprecationWarning on every command, about no key of
-# ours. A .pth line (run by the venv's Python at start-up, whatever the command) ignores that one warning.
+# ansible-core 2.19 imports cryptography's DSA key class for its SSH agent client on every run, and cryptography
+# (51.0.1 in the pinned set's resolution) warns of DSA's deprecation at that import: a CryptographyDeprecationWarning
+# on every command, about no key of ours. A .pth line (run by the venv's Python at start-up, whatever the command)
+# ignores that one warning.
 quiet_dsa() {
   local site
   site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') &&
