@@ -132,7 +132,10 @@ class LookupModule(LookupBase):
                                           self.get_option("serving"))
         except (OSError, yaml.YAMLError, sglang_releases.ReleaseDataError, experiment_data.ExperimentDataError) as exc:
             raise AnsibleLookupError("input_problems: the collection's own files cannot be read: %s" % exc)
-        prefixes = tuple(role + "_" for role in known["roles"])
+        # A role's prefix, or its first word (sglang_servce_tp_size: a typo in the prefix, named when a known name
+        # is that near).
+        prefixes = tuple(sorted({role + "_" for role in known["roles"]} | {role.split("_")[0] + "_"
+                                                                            for role in known["roles"]}))
         hostvars = variables.get("hostvars") or {}
         hosts = {}
         for host in terms:

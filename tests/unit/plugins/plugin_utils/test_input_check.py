@@ -237,7 +237,7 @@ def test_the_deploy_as_documented_refuses_every_mistake_in_its_first_task_before
     import sys
     import time
 
-    mistakes = {"sglang_service_tp_size": 16, "sglang_install_verison": "0.5.23",
+    mistakes = {"sglang_service_tp_size": 16, "sglang_install_verison": "0.5.23", "sglang_servce_port": 30001,
                 "sglang_service_tuning": ["nccl_min_nchannel_8"],
                 "sm120_patches_enabled": {"flashinfer_allreduce_fuson": True},
                 "smoke_test_min_output_tok_s": "fast"}
@@ -253,6 +253,7 @@ def test_the_deploy_as_documented_refuses_every_mistake_in_its_first_task_before
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
     for piece in ("sglang_service_tp_size is 16", "did you mean sglang_install_version?",
+                  "sglang_servce_port is set, and no role reads it: did you mean sglang_service_port?",
                   "did you mean nccl_min_nchannels_8?", "did you mean flashinfer_allreduce_fusion?",
                   "smoke_test_min_output_tok_s: argument"):
         assert piece in out, (piece, out)
