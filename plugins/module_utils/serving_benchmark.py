@@ -312,7 +312,8 @@ def _warm_up(plan, target, tag, headers, deadline):
     if len(failed) == count:
         raise BenchmarkError("all %d warm-up requests to %s failed%s"
                              % (count, target.url, _first_error_hint(drive.outcomes))
-                             + prompt_format_hint(plan.prompt_format, first_errors(drive.outcomes)),
+                             + prompt_format_hint(plan.prompt_format, first_errors(drive.outcomes))
+                             + api_key_hint(plan.api_key, first_errors(drive.outcomes)),
                              {"warmup_failed_requests": len(failed), "errors": first_errors(drive.outcomes)})
     return len(failed)
 
@@ -331,6 +332,21 @@ def prompt_format_hint(prompt_format, errors):
         return ""
     return (". The server refused prompts given as token ids (a router's /v1/completions takes strings only): "
             "measure it with prompt_format=text")
+
+
+# What SGLang answers a request without the key it was started with (--api-key), or with another one.
+_UNAUTHORIZED_STATUSES = ("HTTP 401 ", "HTTP 403 ")
+
+
+def api_key_hint(api_key, errors):
+    """The variable to set when the server refused the requests for their key, else ''."""
+    if not errors or not any(status in error for error in errors for status in _UNAUTHORIZED_STATUSES):
+        return ""
+    if api_key:
+        return (". The server refused the API key sent: set smoke_test_api_key to the key it was started with "
+                "(on a deploy, sglang_service_api_key sets both)")
+    return (". The server asks for an API key: set smoke_test_api_key (-e smoke_test_api_key=..., best from a vault; "
+            "on a deploy, sglang_service_api_key sets both)")
 
 
 def _first_error_hint(outcomes):
@@ -439,5 +455,6 @@ def run_benchmark(plan, power=PowerPlan(), on_drive=None):
     if not result["completed_requests"]:
         raise BenchmarkError("all %d requests to %s failed%s"
                              % (plan.num_requests, target.url, _first_error_hint(drive.outcomes))
-                             + prompt_format_hint(plan.prompt_format, first_errors(drive.outcomes)), result)
+                             + prompt_format_hint(plan.prompt_format, first_errors(drive.outcomes))
+                             + api_key_hint(plan.api_key, first_errors(drive.outcomes)), result)
     return result

@@ -61,6 +61,15 @@ class _SseHandler(BaseHTTPRequestHandler):
         if server.strings_only and isinstance(body.get("prompt"), list):
             self._send_strings_only()
             return
+        if server.api_key and self.headers.get("Authorization") != "Bearer " + server.api_key:
+            # As SGLang started with --api-key answers a request without it, or with another one.
+            payload = b'{"error": "Unauthorized"}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
         if server.http10:
             self.protocol_version = "HTTP/1.0"
         self.send_response(200)
@@ -132,15 +141,16 @@ class SseServer:
     stall_after_tokens=N stops streaming after N tokens.
     strings_only=True answers a prompt given as a list with 422, as sglang-router's /v1/completions does.
     server_info: what GET /server_info answers (404 without).
+    api_key: answer 401 to a request without "Authorization: Bearer <api_key>".
     """
 
     def __init__(self, usage=True, first_token_delay=0.0, token_delay=0.0, fail_every=0,
-                 stall_after_tokens=None, http10=False, strings_only=False, server_info=None):
+                 stall_after_tokens=None, http10=False, strings_only=False, server_info=None, api_key=""):
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _SseHandler)
         self.httpd.daemon_threads = True
         for name, value in dict(usage=usage, first_token_delay=first_token_delay, token_delay=token_delay,
                                 fail_every=fail_every, stall_after_tokens=stall_after_tokens, http10=http10,
-                                strings_only=strings_only, server_info=server_info).items():
+                                strings_only=strings_only, server_info=server_info, api_key=api_key).items():
             setattr(self.httpd, name, value)
         self.httpd.lock = threading.Lock()
         self.httpd.gets = []
@@ -380,6 +390,22 @@ def test_a_server_that_takes_strings_only_is_measured_with_text_prompts():
         result = sb.run_benchmark(plan_for(server.url, prompt_format="text"), NO_POWER)
     assert (result["completed_requests"], result["failed_requests"]) == (6, 0)
     assert all(isinstance(request["body"]["prompt"], str) for request in server.requests)
+
+
+@pytest.mark.parametrize("sent,told", [("", "The server asks for an API key: set smoke_test_api_key"),
+                                       ("wrong", "The server refused the API key sent: set smoke_test_api_key")])
+def test_a_server_that_wants_another_key_is_answered_with_the_variable_to_set(sent, told):
+    with SseServer(api_key="right") as server:
+        with pytest.raises(sb.BenchmarkError) as failure:
+            sb.run_benchmark(plan_for(server.url, api_key=sent), NO_POWER)
+    message = str(failure.value)
+    assert "HTTP 401" in message and told in message and "right" not in message
+
+
+def test_the_key_hint_is_named_only_for_a_refused_key():
+    assert sb.api_key_hint("", ["request 0: HTTP 500 Internal Server Error: boom"]) == ""
+    assert sb.api_key_hint("", []) == ""
+    assert "smoke_test_api_key" in sb.api_key_hint("", ["request 0: HTTP 403 Forbidden: no"])
 
 
 def test_the_fix_is_named_only_when_every_refusal_reads_as_unreadable_token_ids():
