@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.sm120.sglang.plugins.plugin_utils import experiment_data, experiment_settings, sglang_releases
-from ansible_collections.sm120.sglang.plugins.plugin_utils import gate_plan, smoke_thresholds
+from ansible_collections.sm120.sglang.plugins.plugin_utils import attention, gate_plan, launch_profile, smoke_thresholds
 
 
 # The keys of an argument spec option that say what a value may be; the rest (description, default, required) say
@@ -353,6 +353,28 @@ def open_server_problems(host, known):
 
 
 # The checks in the order their problems are shown. One more check: one more line.
+def attention_problems(host, known):
+    """GLM-5's attention as the release resolves it on SM120 runs there (plugin_utils/attention.py): the profile with
+    the host's overrides, tuning options and extra arguments, as the service would render them."""
+    profile = host.profile()
+    release = _release(host, known)
+    capability = str(host.value("preflight_compute_capability") or "12.0")
+    if profile is None or release is None or not capability.startswith("12."):
+        return []  # the check answers for SM120, the collection's target; other GPUs resolve otherwise
+    overrides = {name: host.value("sglang_service_" + name) for name, _flag in launch_profile.SETTINGS}
+    try:
+        tuning = experiment_data.tuning_settings(host.value("sglang_service_tuning") or [], data=known["experiments"],
+                                                 release=release, loads=profile.get("loads") or {}, searched=True)
+        flags = launch_profile.launch_flags(profile, overrides, extra_args=host.value("sglang_service_extra_args"),
+                                            gate_flags=tuning["flags"], version=release,
+                                            renames=known["releases"].get("flag_renames"))
+        found = attention.problems(flags, known["releases"], release, profile.get("architecture"),
+                                   "the profile %s" % host.profile_name())
+    except (experiment_data.ExperimentDataError, launch_profile.LaunchError, attention.AttentionError):
+        return []  # named by tuning_problems, or by the service's own refusal where the data cannot answer
+    return [("sglang_service_profiles", problem) for problem in found]
+
+
 SOURCES = (
     unknown_names,
     argument_types,
@@ -365,6 +387,7 @@ SOURCES = (
     load_problems,
     model_problems,
     open_server_problems,
+    attention_problems,
 )
 
 

@@ -261,3 +261,13 @@ def test_the_deploy_as_documented_refuses_every_mistake_in_its_first_task_before
     assert "PLAY [Take the deploy lock" not in out and out.count("TASK [") == 1, out
     assert "changed=0" in out and "unreachable=0" in out
     assert took < 60, took
+
+
+def test_a_glm5_override_to_bf16_kv_with_the_attention_left_to_sglang_is_refused_first_naming_the_fix():
+    """Issue 48: the profile's attention backend taken out (extra args) leaves bf16 KV on DSA's SM90/SM100 backends."""
+    [found] = _problems({"sglang_service_extra_args": {"--attention-backend": False}, "sglang_install_version": "0.5.23"})
+    assert "SGLang 0.5.23" in found and "flashmla_sparse does not run on SM120" in found
+    assert "set --attention-backend triton or flashinfer" in found
+    assert _problems({"sglang_service_extra_args": {"--attention-backend": False},
+                      "preflight_compute_capability": "9.0"}) == []
+    assert _problems({"sglang_service_tuning": ["dsa_flashinfer_sparse_mla"], "sglang_install_version": "0.5.23"}) == []
