@@ -55,7 +55,8 @@ def mtp_layer_problem(config, index, checkpoint):
     text = _text_config(config)
     layers, nextn = text.get("num_hidden_layers"), text.get("num_nextn_predict_layers")
     fix = ("take speculative decoding (the MTP options) out of sglang_service_tuning, or serve a checkpoint that "
-           "holds the MTP layer")
+           "holds the MTP layer (sglang_service_profile: glm-5-nvfp4-mtp, festr2/GLM-5-NVFP4-MTP); without it the "
+           "largest measured gain on these hosts is forgone (1,010 -> 1,425 output tok/s at c64 with MTP)")
     if nextn != 1:
         return ("%s has num_nextn_predict_layers %r in its config.json; SGLang's MTP needs exactly 1: %s"
                 % (checkpoint, nextn, fix))

@@ -68,7 +68,9 @@ def test_the_config_naming_the_layer_whose_weights_were_dropped_is_refused_namin
     assert model_config.mtp_layer_problem(GLM5, index, "/m/glm-5") == (
         "/m/glm-5 has no weights of its MTP layer (model.layers.78.{eh_proj,enorm,hnorm,shared_head.norm} in its "
         "weight index): the config names the layer but the checkpoint dropped it; take speculative decoding (the MTP "
-        "options) out of sglang_service_tuning, or serve a checkpoint that holds the MTP layer")
+        "options) out of sglang_service_tuning, or serve a checkpoint that holds the MTP layer (sglang_service_profile: "
+        "glm-5-nvfp4-mtp, festr2/GLM-5-NVFP4-MTP); without it the largest measured gain on these hosts is forgone "
+        "(1,010 -> 1,425 output tok/s at c64 with MTP)")
 
 
 def test_a_layer_78_without_the_heads_own_weights_is_not_an_mtp_layer():
