@@ -226,14 +226,15 @@ def test_the_glm5_harness_profile_is_the_production_profile_but_for_its_listed_e
     assert _host().PROFILES["glm5-arch-random"]["maker"] == "glm5_arch.py"
     assert harness["architecture"] == production["architecture"] == "GlmMoeDsaForCausalLM"
     assert harness["kv_cache_dtype"] == production["kv_cache_dtype"] == "bf16"
-    # Every production flag but the NVFP4 quantization (the random weights are BF16), with its value.
+    # Every production flag but the NVFP4 quantization (the random weights are BF16) and the multithreaded loader
+    # (the dummy loader reads no file), with its value.
+    left_out = {"--quantization", "--model-loader-extra-config"}
     for flag, value in production["arguments"].items():
-        if flag != "--quantization":
+        if flag not in left_out:
             assert harness["arguments"][flag] == value, flag
-    assert "--quantization" not in harness["arguments"]
-    # The additions are the ones the inventory explains: dummy weights, DSA's carried backends, the graphs' bound.
-    added = set(harness["arguments"]) - set(production["arguments"])
-    assert added == {"--load-format", "--dsa-prefill-backend", "--dsa-decode-backend", "--cuda-graph-max-bs"}
+    assert not left_out & set(harness["arguments"])
+    # The addition is the one the inventory explains: dummy weights.
+    assert set(harness["arguments"]) - set(production["arguments"]) == {"--load-format"}
     assert harness["env"] == {"SGLANG_DSA_PREFILL_DENSE_ATTN_KV_LEN_THRESHOLD": "0"}
     # The loads: the production profile's concurrency, tokens and objectives, at half the requests.
     assert set(harness["loads"]) == set(production["loads"])
