@@ -134,8 +134,8 @@ class LookupModule(LookupBase):
             raise AnsibleLookupError("input_problems: the collection's own files cannot be read: %s" % exc)
         # A role's prefix, or its first word (sglang_servce_tp_size: a typo in the prefix, named when a known name
         # is that near).
-        prefixes = tuple(sorted({role + "_" for role in known["roles"]} | {role.split("_")[0] + "_"
-                                                                            for role in known["roles"]}))
+        firsts = {role.split("_")[0] + "_" for role in known["roles"]}
+        prefixes = tuple(sorted({role + "_" for role in known["roles"]} | firsts))
         hostvars = variables.get("hostvars") or {}
         hosts = {}
         for host in terms:

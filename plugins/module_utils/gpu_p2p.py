@@ -95,7 +95,7 @@ def parse_bar1_total(text):
         elif gpu is not None and indent == 4:
             section = stripped
         elif gpu is not None and indent == 8 and section == "BAR1 Memory Usage":
-            key, _, value = stripped.partition(":")
+            key, _sep, value = stripped.partition(":")
             if key.strip() == "Total":
                 mib = _MIB.match(value.strip())
                 totals[gpu] = int(mib.group(1)) if mib else None

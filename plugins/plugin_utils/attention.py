@@ -28,8 +28,8 @@ class AttentionError(Exception):
 
 def _entry(data, version):
     found = [entry for entry in data.get("dsa_attention") or []
-             if version_range(entry["versions"], "dsa_attention", AttentionError).contains(str(version),
-                                                                                        prereleases=True)]
+             if version_range(entry["versions"], "dsa_attention", AttentionError).contains(
+                 str(version), prereleases=True)]
     if len(found) != 1:
         raise AttentionError("data/sglang_releases.yml dsa_attention has %d entries for SGLang %s; it needs one"
                              % (len(found), version))
@@ -76,8 +76,8 @@ def _backend_problem(data, version, backend, phase, kv):
                                                  AttentionError).contains(str(version), prereleases=True):
         return "%s %s is not in SGLang %s (it needs %s)" % (phase, backend, version, row["versions"])
     if row.get("needs_kv_cache_dtype") and row["needs_kv_cache_dtype"] != kv:
-        return "%s %s takes a %s KV cache only, and the profile's is %s" % (phase, backend,
-                                                                              row["needs_kv_cache_dtype"], kv)
+        return "%s %s takes a %s KV cache only, and the profile's is %s" % (
+            phase, backend, row["needs_kv_cache_dtype"], kv)
     if row.get("prefill_only") and phase == "decode":
         return "decode %s is a prefill backend only" % backend
     return None

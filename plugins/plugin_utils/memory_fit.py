@@ -20,6 +20,10 @@ _ENTRY = {
 _SPELLING = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp8_e4m3": "fp8_e4m3", "auto": "fp8_e4m3"}
 
 
+def gib(value):
+    return "%.1f GiB" % (value / GIB)
+
+
 class FitError(Exception):
     """The inputs cannot be fitted; the message names the one missing."""
 
@@ -52,7 +56,6 @@ def fit(config, checkpoint_bytes, tp_size, gpu_bytes, mem_fraction_static, loads
     left = gpu_bytes - static
     result = {"weights": weights, "kv_per_token": per_token, "tokens": tokens, "kv_needed": tokens * per_token,
               "static": static, "kv_room": kv_room, "left": left, "problems": []}
-    gib = lambda value: "%.1f GiB" % (value / GIB)  # noqa: E731
     if kv_room < result["kv_needed"]:
         result["problems"].append(
             "the weights (%s a GPU) and the KV cache the loads need (%d tokens x %d bytes = %s) do not fit in "

@@ -60,8 +60,8 @@ def test_a_server_that_cannot_be_reached_fails_naming_its_url(tmp_path):
 def test_without_smoke_test_loads_the_launch_profile_s_loads_are_measured(tmp_path, standin):
     # As documented: no smoke_test_loads; the loads of the profile served (here a small one the inventory adds, as
     # glm-5-nvfp4's 256 requests would take minutes on the stand-in).
-    tiny = {"description": "tiny", "loads": {"one": {"concurrency": 1, "num_requests": 2, "input_tokens": 8,
-                                                      "output_tokens": 8}}}
+    one = {"concurrency": 1, "num_requests": 2, "input_tokens": 8, "output_tokens": 8}
+    tiny = {"description": "tiny", "loads": {"one": one}}
     code, output, reports = _play(tmp_path, standin, smoke_test_loads=None, sglang_service_profile="tiny",
                                   sglang_service_profiles={"tiny": tiny})
     assert code == 0, output[-3000:]

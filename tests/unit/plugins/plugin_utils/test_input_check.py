@@ -38,8 +38,8 @@ def test_a_deploy_refuses_a_server_open_beyond_its_host_without_an_api_key():
                  {"sglang_service_host": "::1"}, {"sglang_service_api_key": input_check.UNREAD}):
         assert _problems(fine, serving=True) == [], fine
     # The key is never in a message.
-    assert all("s3cret" not in line for line in _problems({"sglang_service_api_key": "s3cret", "sglang_service_tp_size": 3},
-                                                         serving=True))
+    found = _problems({"sglang_service_api_key": "s3cret", "sglang_service_tp_size": 3}, serving=True)
+    assert all("s3cret" not in line for line in found)
     # Not where the run starts no server (preflight, measure, monitoring), nor on a router host that serves none.
     assert _problems({}) == []
     assert _problems({}, groups={"gpu_hosts": ["gpu-2"]}, serving=True) == []
@@ -94,9 +94,8 @@ BATTERY = {
     "threshold below 0": ({"smoke_test_max_ttft_p99_ms": -1}, ["smoke_test_max_ttft_p99_ms is -1", "0 or more"]),
     "load without its fields": ({"smoke_test_loads": {"high": {"concurrency": 4}}},
                                 ["smoke_test_loads: load high needs concurrency, num_requests"]),
-    "load objective misspelled": ({"smoke_test_loads": {"high": {"concurrency": 4, "num_requests": 8,
-                                                                  "input_tokens": 16, "output_tokens": 16,
-                                                                  "slo": {"ttft_p99": 5}}}},
+    "load objective misspelled": ({"smoke_test_loads": {"high": {
+        "concurrency": 4, "num_requests": 8, "input_tokens": 16, "output_tokens": 16, "slo": {"ttft_p99": 5}}}},
                                   ["the objective (slo) of load high has ttft_p99"]),
     "relative model path": ({"sglang_service_model_path": "models/glm-5"},
                             ["sglang_service_model_path is models/glm-5, not an absolute path"]),
@@ -150,8 +149,8 @@ def test_a_model_across_two_hosts_takes_twice_the_gpus_of_one():
 
 
 def test_a_user_profile_is_known_and_its_tp_size_checked():
-    profile = {"description": "small", "tp_size": 4, "loads": {"low": {"concurrency": 1, "num_requests": 1,
-                                                                        "input_tokens": 1, "output_tokens": 1}}}
+    low = {"concurrency": 1, "num_requests": 1, "input_tokens": 1, "output_tokens": 1}
+    profile = {"description": "small", "tp_size": 4, "loads": {"low": low}}
     assert _problems({"sglang_service_profiles": {"small": profile}, "sglang_service_profile": "small"}) == []
     found = _problems({"sglang_service_profiles": {"small": dict(profile, tp_size=6)},
                        "sglang_service_profile": "small"})
