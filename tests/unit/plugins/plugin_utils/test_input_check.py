@@ -45,6 +45,8 @@ def test_a_deploy_refuses_a_server_open_beyond_its_host_without_an_api_key():
     assert _problems({}, groups={"gpu_hosts": ["gpu-2"]}, serving=True) == []
 
 
+MISSPELLED_SLO_LOAD = {"concurrency": 4, "num_requests": 8, "input_tokens": 16, "output_tokens": 16,
+                       "slo": {"ttft_p99": 5}}
 # Each mistake: the variables set, and what the one problem it gives must say (each piece in the message).
 BATTERY = {
     "tp size above the GPUs": ({"sglang_service_tp_size": 16},
@@ -94,8 +96,7 @@ BATTERY = {
     "threshold below 0": ({"smoke_test_max_ttft_p99_ms": -1}, ["smoke_test_max_ttft_p99_ms is -1", "0 or more"]),
     "load without its fields": ({"smoke_test_loads": {"high": {"concurrency": 4}}},
                                 ["smoke_test_loads: load high needs concurrency, num_requests"]),
-    "load objective misspelled": ({"smoke_test_loads": {"high": {
-        "concurrency": 4, "num_requests": 8, "input_tokens": 16, "output_tokens": 16, "slo": {"ttft_p99": 5}}}},
+    "load objective misspelled": ({"smoke_test_loads": {"high": MISSPELLED_SLO_LOAD}},
                                   ["the objective (slo) of load high has ttft_p99"]),
     "relative model path": ({"sglang_service_model_path": "models/glm-5"},
                             ["sglang_service_model_path is models/glm-5, not an absolute path"]),
