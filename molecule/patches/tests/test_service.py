@@ -69,7 +69,8 @@ def test_the_server_runs_as_sglang_with_the_profiles_flags(host):
     joined = " ".join(argv)
     for flags in ("--model-path /srv/models/glm-5-nvfp4", "--tp-size 8", "--quantization modelopt_fp4",
                   "--disable-shared-experts-fusion", "--enable-metrics",
-                  "--kv-cache-dtype bf16", "--mem-fraction-static 0.9", "--served-model-name glm-5",
+                  "--kv-cache-dtype bf16", "--attention-backend triton", "--mem-fraction-static 0.85",
+                  "--served-model-name glm-5",
                   "--host 0.0.0.0", "--port 30000"):
         assert flags in joined
     # The key reaches the server in the --config file, not on its command line.
