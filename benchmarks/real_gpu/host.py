@@ -129,18 +129,24 @@ URL = "http://127.0.0.1:30000"
 UNIT = "sglang-%s.service" % PROFILE
 TUNING = [name for name in os.environ.get("SM120_REAL_TUNING", "cuda_graph_max_bs_128,max_running_requests_64")
           .split(",") if name]
-PHASES = ("setup", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "rerun", "noise",
-          "speculative", "glm5", "summary")
+PHASES = ("setup", "captures", "model", "crash", "deploy", "compare", "cause", "parity", "experiments", "rerun",
+          "noise", "drift", "speculative", "glm5", "summary")
 # Phases a run without --only leaves out (each costs server starts, or minutes, the others do not need).
-OPT_IN = ("crash", "noise", "speculative", "glm5")
+OPT_IN = ("captures", "crash", "noise", "drift", "speculative", "glm5")
 REHEARSAL_SKIPS = ("compare", "cause", "glm5")
 REHEARSE = os.environ.get("SM120_REAL_REHEARSE") == "1"
 NEEDS = {"model": "setup", "deploy": "model", "compare": "deploy", "cause": "deploy", "parity": "deploy",
          "experiments": "deploy", "rerun": "experiments", "speculative": "model", "crash": "model",
-         "noise": "deploy", "glm5": "setup"}
+         "noise": "deploy", "drift": "deploy", "glm5": "setup"}
 # The noise phase (issue 36): A/A rounds of the smoke test's own measurement on the deployed server, then a restart
 # of the same configuration and as many rounds again (benchmarks/real_gpu/noise.py, benchmarks/noise_floor.py).
 NOISE_ROUNDS = os.environ.get("SM120_REAL_NOISE_ROUNDS", "4")
+# The drift phase (issue 50, item 1): the deployed server measured for minutes at the highest loads, the segments of
+# drift.py's schedule, with the GPU's and the server's telemetry beside every run; then a start with
+# --disable-radix-cache and its own schedule (empty: none).
+DRIFT_LOADS = os.environ.get("SM120_REAL_DRIFT_LOADS", "c256,c64")
+DRIFT_SCHEDULE = os.environ.get("SM120_REAL_DRIFT_SCHEDULE", "plain:210,flush:210,plain:90,clients:90")
+DRIFT_NORADIX = os.environ.get("SM120_REAL_DRIFT_NORADIX", "plain:120")
 # Speculative decoding (issue 17): the random Llama has no MTP head, so the 1.1 B one drafts for it. STANDALONE is
 # SGLang's EAGLE worker with a draft model of its own, the worker MTP runs with the model's own head; 3 steps, top-1,
 # 4 draft tokens as the GLM-5 option (data/experiments.yml mtp_nextn_3_4). SGLang 0.5.16 resets
@@ -327,17 +333,17 @@ class Readiness:
 RERUN_SKIPS = "driver,sglang,patches,router"
 
 
-def playbook(name, host_vars, report_dir=None, skip_tags=None):
+def playbook(name, host_vars, report_dir=None, skip_tags=None, tags=None):
     """deploy.yml with ``host_vars`` in the inventory's host_vars, not as extra vars: an extra var outranks the
     configuration the experiments role switches to for each experiment (the first harness run measured one
     configuration four times that way; the experiments role now refuses it). ``skip_tags``: the phases chosen by what is
     left out instead of by name."""
     # The preflight reads the real GPU (gpu_facts): the smoke test keeps its verdicts per GPU model and topology.
-    tags = os.environ.get("SM120_REAL_DEPLOY_TAGS") or "preflight,service,smoke"
+    tags = tags or os.environ.get("SM120_REAL_DEPLOY_TAGS") or "preflight,service,smoke"
     if REHEARSE:
         host_vars = dict(host_vars, sglang_service_launcher=[
             str(PYTHON), str(REPO / "molecule/resources/standin_server/sglang_standin.py")])
-        tags = "service,smoke"
+        tags = ",".join(tag for tag in tags.split(",") if tag != "preflight") or "service"
         skip_tags = skip_tags and skip_tags + ",preflight"
     inventory = WORK / ("inventory-" + name)
     shutil.rmtree(inventory, ignore_errors=True)
@@ -446,6 +452,46 @@ def phase_noise():
     healthy = wait_healthy()
     log("  noise: restarted in %.1f s (health %.1f s)" % (time.monotonic() - began, healthy))
     noise_rounds()
+
+
+def drift(label, schedule):
+    run([str(PYTHON), str(HERE / "drift.py"), "--url", URL, "--model", PROFILE, "--tokenizer", str(MODEL),
+         "--inventory", str(INVENTORY), "--profile", PROFILE, "--loads", DRIFT_LOADS, "--schedule", schedule,
+         "--label", label, "--out", str(RESULTS / "drift")], "drift-" + label, env=tool_env(), timeout=3600)
+
+
+def phase_drift():
+    """One server's drift over minutes (drift.py), then a start without the radix cache, measured the same way."""
+    drift("radix", DRIFT_SCHEDULE)
+    if DRIFT_NORADIX:
+        playbook("deploy-noradix", {"sglang_service_tuning": [],
+                                   "sglang_service_extra_args": {"--disable-radix-cache": True}},
+                 tags="preflight,service")
+        drift("noradix", DRIFT_NORADIX)
+
+
+# What the host says of its GPUs' P2P prerequisites (issue 49), as gpu_facts reads them: the lent machine's own
+# output, kept beside the composed 8-GPU fixtures of tests/unit.
+CAPTURES = (("topo-m.txt", "nvidia-smi topo -m"), ("topo-p2p-r.txt", "nvidia-smi topo -p2p r"),
+            ("topo-p2p-w.txt", "nvidia-smi topo -p2p w"), ("q-memory.txt", "nvidia-smi -q -d MEMORY"),
+            ("q.txt", "nvidia-smi -q"), ("lspci-vvv.txt", "lspci -vvv"), ("cmdline.txt", "cat /proc/cmdline"),
+            ("iommu-groups.txt", "grep . /sys/kernel/iommu_groups/*/type"),
+            ("uvm-disable-hmm.txt", "cat /sys/module/nvidia_uvm/parameters/uvm_disable_hmm"),
+            ("nvidia-params.txt", "cat /proc/driver/nvidia/params"),
+            ("aspm-policy.txt", "cat /sys/module/pcie_aspm/parameters/policy"),
+            ("gpu-sysfs-path.txt", "for d in /sys/bus/pci/devices/*; do [ \"$(cat $d/vendor)\" = 0x10de ] && "
+                                   "readlink -f $d; done"),
+            ("driver-version.txt", "cat /proc/driver/nvidia/version"), ("uname.txt", "uname -a"))
+
+
+def phase_captures():
+    folder = RESULTS / "captures"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, command in CAPTURES:
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60, check=False)
+        (folder / name).write_text("$ %s\n# exit %d\n%s%s" % (command, done.returncode, done.stdout,
+                                                                ("# stderr:\n" + done.stderr) if done.stderr else ""))
+    log("  captures: %d commands in results/captures" % len(CAPTURES))
 
 
 # The GLM-5 architecture (issue 37): glm5_arch.py makes a scaled-down GlmMoeDsaForCausalLM config and starts SGLang
