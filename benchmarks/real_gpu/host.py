@@ -30,6 +30,12 @@ The phases, each timed, each logged; one that fails is recorded and the phases t
   noise        A/A: SM120_REAL_NOISE_ROUNDS (4) rounds of every load with the smoke test's own measurement, raw
                timings kept, a restart of the same configuration, as many rounds again (noise.py; not in a plain
                run: --only ...,noise)
+  captures     the host's P2P facts as gpu_facts reads them (nvidia-smi topo -p2p, -q -d MEMORY, lspci -vvv, the
+               kernel command line, IOMMU groups, uvm_disable_hmm, the driver's params, ASPM) in results/captures
+               (not in a plain run: --only captures,...)
+  drift        drift.py: the deployed server for minutes at the highest loads, plain, flushed and two-client runs,
+               then a start with --disable-radix-cache, nvidia-smi and /metrics recorded beside every run (not in a
+               plain run: --only model,deploy,drift; benchmarks/drift_causes.py reads it)
   experiments  the same playbook with two tuning options: the smoke test decides them on real restarts
   rerun        the experiments' playbook again, its phases chosen by --skip-tags rather than named: nothing
                changed, so the smoke test takes the measurement the experiments phase kept (smoke_test_reuse)
