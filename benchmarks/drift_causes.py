@@ -52,7 +52,7 @@ def trend(points):
     """Least squares of rate on age: (slope per 10 min as a share of the mean, its 95 % half-interval), or None."""
     if len(points) < 3:
         return None
-    xs, ys = [x for x, _ in points], [y for _, y in points]
+    xs, ys = [point[0] for point in points], [point[1] for point in points]
     mx, my = statistics.mean(xs), statistics.mean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     if sxx == 0:
@@ -72,8 +72,8 @@ def ratio(numerator, denominator):
     se = math.sqrt(va + vb)
     if se == 0:
         return math.exp(diff), math.exp(diff), math.exp(diff)
-    df = (va + vb) ** 2 / ((va ** 2 / (len(la) - 1) if len(la) > 1 else 0) + (vb ** 2 / (len(lb) - 1)
-                                                                                if len(lb) > 1 else 0))
+    parts = (va ** 2 / (len(la) - 1) if len(la) > 1 else 0) + (vb ** 2 / (len(lb) - 1) if len(lb) > 1 else 0)
+    df = (va + vb) ** 2 / parts
     half = t975(int(df)) * se
     return math.exp(diff), math.exp(diff - half), math.exp(diff + half)
 
@@ -140,8 +140,10 @@ def analyse(folder):
         run["evicted"] = evictions(run, metrics)
     origin = {label: min(run["began"] for run in runs if run["label"] == label) for label in {r["label"] for r in runs}}
     findings = {}
-    for load in sorted({run["load"] for run in runs}, key=lambda name: -max(r["concurrency"] for r in runs
-                                                                              if r["load"] == name)):
+    highest = {}
+    for run in runs:
+        highest[run["load"]] = max(highest.get(run["load"], 0), run["concurrency"])
+    for load in sorted(highest, key=lambda name: -highest[name]):
         mine = [run for run in runs if run["load"] == load]
         print("\n## %s (%d runs)\n" % (load, len(mine)))
         print("| start | segment | kind | runs | mean tok/s | CV | range | trend per 10 min [95 %] | evicted/run |")

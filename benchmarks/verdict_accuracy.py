@@ -96,8 +96,8 @@ class Model:
         for starts in by_bank.values():
             points = [(at, math.log(rate)) for runs in starts for at, rate, _s in runs]
             slope = _slope(points)
-            origin = min(at for at, _ in points)
-            level = statistics.mean(value for _, value in points)
+            origin = min(point[0] for point in points)
+            level = statistics.mean(point[1] for point in points)
             for runs in starts:
                 logs = [math.log(rate) - slope * (at - origin) - level for at, rate, _s in runs]
                 centre = statistics.mean(logs)
@@ -122,9 +122,9 @@ class Model:
 
 def _slope(points):
     """Least squares slope of value on time."""
-    mx = statistics.mean(x for x, _ in points)
-    my = statistics.mean(y for _, y in points)
-    sxx = sum((x - mx) ** 2 for x, _ in points)
+    mx = statistics.mean(point[0] for point in points)
+    my = statistics.mean(point[1] for point in points)
+    sxx = sum((point[0] - mx) ** 2 for point in points)
     return sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
 
 
@@ -148,7 +148,7 @@ class Session:
         found = {}
         for load, model in self.models.items():
             found[load] = []
-            for _ in range(runs):
+            for _run in range(runs):
                 factor = self.effect if arm == "B" else 1.0
                 found[load].append(model.run(self.starts[load], self.clock, self.drift[load], factor))
                 self.clock += model.run_s
@@ -255,11 +255,11 @@ def main(argv=None):
             windows = [rates[start:start + width] for start in range(0, len(rates) - width + 1)]
             decisions = [replayed(window, design) for window in windows]
             marks = score(decisions, 1.0)
-            print("| %s | %s | %d | %d | %.0f %% | %.0f %% |" % (load, design, len(windows), width,
-                                                                100 * marks["false"], 100 * marks["not_decided"]))
+            print("| %s | %s | %d | %d | %.0f %% | %.0f %% |" % (
+                load, design, len(windows), width, 100 * marks["false"], 100 * marks["not_decided"]))
 
-    print("\n## (b) known effects, simulated from the bank (%d sessions a cell, seed %d)\n" % (args.sessions,
-                                                                                                args.seed))
+    print("\n## (b) known effects, simulated from the bank (%d sessions a cell, seed %d)\n"
+          % (args.sessions, args.seed))
     print("| drift | load | design | effect | false | seen | wrong direction | not decided | restarts | minutes "
           "(5.8 B) | minutes (GLM-5) |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -269,7 +269,7 @@ def main(argv=None):
             for effect in EFFECTS:
                 rng = random.Random("%d-%s-%s-%s" % (args.seed, drift_name, design, effect))
                 decisions, restarts, minutes = {load: [] for load in LOADS + ("experiment",)}, [], []
-                for _ in range(args.sessions):
+                for _session in range(args.sessions):
                     session = Session(models, drift, effect, rng)
                     result = blocked(session) if design == "blocked" else paired(session, args.max_rounds)
                     for load in LOADS + ("experiment",):

@@ -470,8 +470,8 @@ def phase_drift():
     """One server's drift over minutes (drift.py), then a start without the radix cache, measured the same way."""
     drift("radix", DRIFT_SCHEDULE)
     if DRIFT_NORADIX:
-        playbook("deploy-noradix", {"sglang_service_tuning": [],
-                                   "sglang_service_extra_args": {"--disable-radix-cache": True}},
+        playbook("deploy-noradix",
+                 {"sglang_service_tuning": [], "sglang_service_extra_args": {"--disable-radix-cache": True}},
                  tags="preflight,service")
         drift("noradix", DRIFT_NORADIX)
 
@@ -495,8 +495,8 @@ def phase_captures():
     folder.mkdir(parents=True, exist_ok=True)
     for name, command in CAPTURES:
         done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60, check=False)
-        (folder / name).write_text("$ %s\n# exit %d\n%s%s" % (command, done.returncode, done.stdout,
-                                                                ("# stderr:\n" + done.stderr) if done.stderr else ""))
+        stderr = ("# stderr:\n" + done.stderr) if done.stderr else ""
+        (folder / name).write_text("$ %s\n# exit %d\n%s%s" % (command, done.returncode, done.stdout, stderr))
     log("  captures: %d commands in results/captures" % len(CAPTURES))
 
 

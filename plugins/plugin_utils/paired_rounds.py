@@ -91,7 +91,7 @@ def t_quantile(p, df):
     low, high = 0.0, max(10.0, 2 * abs(NormalDist().inv_cdf(p)))
     while t_cdf(high, df) < p:
         high *= 2
-    for _ in range(200):
+    for _step in range(200):
         middle = (low + high) / 2
         if t_cdf(middle, df) < p:
             low = middle

@@ -54,7 +54,7 @@ def test_trend_finds_a_known_slope_and_its_interval_holds_zero_without_one(cause
     # 10 % of the mean lost per 10 minutes, exactly: the slope is -0.1 with no residual.
     falling = [(t, 1000.0 - t * (100.0 / 600)) for t in range(0, 601, 60)]
     slope, half = causes.trend(falling)
-    mean = sum(y for _, y in falling) / len(falling)
+    mean = sum(point[1] for point in falling) / len(falling)
     assert slope == pytest.approx(-100.0 / mean, rel=1e-9) and half == pytest.approx(0.0, abs=1e-9)
     flat = [(t, 1000.0 + (5 if index % 2 else -5)) for index, t in enumerate(range(0, 601, 60))]
     slope, half = causes.trend(flat)
